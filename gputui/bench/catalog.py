@@ -1,0 +1,399 @@
+"""The built-in benchmarks as plain data, and validation of a run spec.
+
+The parent (CLI, TUI, runner) imports this module to list benchmarks and to reject bad
+input before a worker is started, so it must stay free of torch. Everything that needs
+torch to decide (is CUDA there? does this GPU do bf16?) is checked again in the worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from gputui.errors import UsageError
+
+Kind = Literal["train", "infer", "probe"]
+
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
+MODES: tuple[str, ...] = ("throughput", "latency")
+TEST_HOOKS: tuple[str, ...] = ("crash", "hang", "oom", "exit")
+CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16")
+RNN_MODELS: tuple[str, ...] = ("lstm", "gru")
+
+# Every key of the run spec (bench_protocol.md) with its value when the caller leaves it out.
+SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "benchmark": None,
+        "model": None,
+        "device": "auto",
+        "precision": "fp32",
+        "batch_size": None,
+        "steps": None,
+        "duration_s": None,
+        "warmup": None,
+        "image_size": None,
+        "seq_len": None,
+        "channels_last": False,
+        "compile": False,
+        "mode": None,
+        "sweep": False,
+        "nproc": 1,
+        "profile": False,
+        "profile_dir": None,
+        "threads": None,
+        "seed": 0,
+        "test_hook": None,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    kind: Kind
+    description: str
+    unit: str
+    models: tuple[str, ...] = ()
+    default_model: str | None = None
+    # Defaults differ by device type: a CPU run must finish in seconds on a laptop, a GPU run
+    # must be long and large enough to reach steady clocks. Keys are spec keys plus the
+    # benchmark-specific parameters the worker reads (e.g. matmul "size").
+    cpu: Mapping[str, Any] = field(default_factory=dict)
+    cuda: Mapping[str, Any] = field(default_factory=dict)
+    # Variants picked by mode (inference only): overrides applied on top of cpu/cuda.
+    latency_cpu: Mapping[str, Any] = field(default_factory=dict)
+    latency_cuda: Mapping[str, Any] = field(default_factory=dict)
+    supports_sweep: bool = False
+    supports_nproc: bool = False
+    supports_profile: bool = False
+
+    def defaults(self, device_type: str, mode: str | None = None) -> dict[str, Any]:
+        base = dict(self.cuda if device_type == "cuda" else self.cpu)
+        if mode == "latency":
+            base.update(self.latency_cuda if device_type == "cuda" else self.latency_cpu)
+        return base
+
+
+def _b(**kw: Any) -> Benchmark:
+    return Benchmark(**kw)
+
+
+BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
+    {
+        b.name: b
+        for b in (
+            _b(
+                name="cnn-train",
+                kind="train",
+                description="Image-classifier training step (SGD) on synthetic images",
+                unit="images/s",
+                models=CNN_MODELS,
+                default_model="resnet18",
+                cpu={"batch_size": 8, "image_size": 64, "steps": 10, "warmup": 2},
+                cuda={"batch_size": 64, "image_size": 224, "duration_s": 15.0, "warmup": 10},
+                supports_sweep=True,
+                supports_nproc=True,
+                supports_profile=True,
+            ),
+            _b(
+                name="cnn-infer",
+                kind="infer",
+                description="Image-classifier inference: offline throughput or single-stream "
+                "latency",
+                unit="images/s",
+                models=CNN_MODELS,
+                default_model="resnet18",
+                cpu={"batch_size": 16, "image_size": 64, "steps": 10, "warmup": 2},
+                cuda={"batch_size": 128, "image_size": 224, "duration_s": 10.0, "warmup": 10},
+                latency_cpu={"batch_size": 1, "steps": 30, "warmup": 3},
+                latency_cuda={"batch_size": 1, "steps": 300, "duration_s": None, "warmup": 20},
+                supports_sweep=True,
+                supports_profile=True,
+            ),
+            _b(
+                name="rnn-train",
+                kind="train",
+                description="LSTM/GRU language-model training step on synthetic tokens",
+                unit="tokens/s",
+                models=RNN_MODELS,
+                default_model="lstm",
+                cpu={"batch_size": 16, "seq_len": 32, "steps": 10, "warmup": 2,
+                     "vocab": 1000, "hidden": 128, "layers": 2},
+                cuda={"batch_size": 64, "seq_len": 128, "duration_s": 15.0, "warmup": 10,
+                      "vocab": 10000, "hidden": 1024, "layers": 2},
+                supports_sweep=True,
+                supports_nproc=True,
+                supports_profile=True,
+            ),
+            _b(
+                name="rnn-infer",
+                kind="infer",
+                description="LSTM/GRU language-model inference: offline throughput or "
+                "single-stream latency",
+                unit="tokens/s",
+                models=RNN_MODELS,
+                default_model="lstm",
+                cpu={"batch_size": 32, "seq_len": 32, "steps": 10, "warmup": 2,
+                     "vocab": 1000, "hidden": 128, "layers": 2},
+                cuda={"batch_size": 256, "seq_len": 128, "duration_s": 10.0, "warmup": 10,
+                      "vocab": 10000, "hidden": 1024, "layers": 2},
+                latency_cpu={"batch_size": 1, "steps": 30, "warmup": 3},
+                latency_cuda={"batch_size": 1, "steps": 300, "duration_s": None, "warmup": 20},
+                supports_sweep=True,
+                supports_profile=True,
+            ),
+            _b(
+                name="train-to-accuracy",
+                kind="train",
+                description="Time and steps for a small CNN to reach a target validation "
+                "accuracy on labels from a fixed random teacher network",
+                unit="images/s",
+                models=("small-cnn",),
+                default_model="small-cnn",
+                cpu={"batch_size": 64, "image_size": 16, "steps": 1500, "warmup": 0,
+                     "target_accuracy": 0.85, "classes": 4, "eval_every": 25,
+                     "val_samples": 1024},
+                cuda={"batch_size": 256, "image_size": 32, "steps": 3000, "warmup": 0,
+                      "target_accuracy": 0.9, "classes": 4, "eval_every": 25,
+                      "val_samples": 4096},
+            ),
+            _b(
+                name="matmul",
+                kind="probe",
+                description="Dense matrix multiply TFLOP/s per dtype (fp32/tf32/fp16/bf16 as "
+                "available), % of the device's peak where known",
+                unit="TFLOP/s",
+                cpu={"size": 512, "steps": 5, "warmup": 1},
+                cuda={"size": 8192, "steps": 30, "warmup": 5},
+            ),
+            _b(
+                name="membw",
+                kind="probe",
+                description="Memory bandwidth GB/s: copy and triad on arrays far larger than "
+                "the cache; on CUDA also host<->device pinned and pageable",
+                unit="GB/s",
+                # 64 MiB per array is far beyond any CPU's L2 (and most L3s).
+                cpu={"array_bytes": 64 << 20, "steps": 5, "warmup": 1},
+                cuda={"array_bytes": 512 << 20, "host_bytes": 256 << 20, "steps": 20,
+                      "warmup": 3},
+            ),
+            _b(
+                name="batch-finder",
+                kind="probe",
+                description="Largest training batch that fits in memory (OOM probing), with "
+                "throughput at each size tried",
+                unit="images/s",
+                models=CNN_MODELS,
+                default_model="resnet18",
+                # On CPU nothing OOMs in reasonable time: cap by max batch and an RSS budget.
+                cpu={"batch_size": 16, "image_size": 64, "steps": 2, "warmup": 1,
+                     "memory_budget_frac": 0.5},
+                cuda={"batch_size": 8192, "image_size": 224, "steps": 3, "warmup": 1},
+            ),
+        )
+    }
+)
+
+# Peak dense throughput by GPU name (substring match, most specific first), in TFLOP/s for
+# matmul dtypes and GB/s for memory. Tensor-core numbers are dense (no sparsity) with fp32
+# accumulate where the vendor quotes both.
+GPU_PEAKS: tuple[tuple[str, Mapping[str, float]], ...] = (
+    ("H100 SXM", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "mem_gbps": 3350}),
+    ("H100 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.0, "bf16": 835.0, "mem_gbps": 3900}),
+    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0, "bf16": 756.0, "mem_gbps": 2000}),
+    ("H100", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "mem_gbps": 3350}),
+    ("H200", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "mem_gbps": 4800}),
+    ("A100-SXM4-80GB", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0,
+                        "mem_gbps": 2039}),
+    ("A100 80GB PCIe", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0,
+                        "mem_gbps": 1935}),
+    ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0, "mem_gbps": 1555}),
+    ("A10G", {"fp32": 31.2, "tf32": 35.0, "fp16": 70.0, "bf16": 70.0, "mem_gbps": 600}),
+    ("A10", {"fp32": 31.2, "tf32": 62.5, "fp16": 125.0, "bf16": 125.0, "mem_gbps": 600}),
+    ("A30", {"fp32": 10.3, "tf32": 82.0, "fp16": 165.0, "bf16": 165.0, "mem_gbps": 933}),
+    ("L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 362.0, "bf16": 362.0, "mem_gbps": 864}),
+    ("L40", {"fp32": 90.5, "tf32": 90.5, "fp16": 181.0, "bf16": 181.0, "mem_gbps": 864}),
+    ("L4", {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "mem_gbps": 300}),
+    ("V100", {"fp32": 15.7, "fp16": 125.0, "mem_gbps": 900}),
+    ("T4", {"fp32": 8.1, "fp16": 65.0, "mem_gbps": 320}),
+    ("RTX 6000 Ada", {"fp32": 91.1, "tf32": 91.1, "fp16": 182.2, "bf16": 182.2,
+                      "mem_gbps": 960}),
+    ("RTX A6000", {"fp32": 38.7, "tf32": 77.4, "fp16": 154.8, "bf16": 154.8, "mem_gbps": 768}),
+    ("RTX 4090", {"fp32": 82.6, "tf32": 82.6, "fp16": 165.2, "bf16": 165.2, "mem_gbps": 1008}),
+    ("RTX 4080", {"fp32": 48.7, "tf32": 48.7, "fp16": 97.5, "bf16": 97.5, "mem_gbps": 717}),
+    ("RTX 3090", {"fp32": 35.6, "tf32": 35.6, "fp16": 71.0, "bf16": 71.0, "mem_gbps": 936}),
+    ("RTX 3080", {"fp32": 29.8, "tf32": 29.8, "fp16": 59.5, "bf16": 59.5, "mem_gbps": 760}),
+    ("RTX 5090", {"fp32": 104.8, "tf32": 104.8, "fp16": 209.5, "bf16": 209.5,
+                  "mem_gbps": 1792}),
+)
+
+# Dense FLOPs per SM per clock by compute capability (major, minor), used to estimate a peak
+# for GPUs missing from GPU_PEAKS: SM count x boost clock x this rate.
+PER_SM_FLOPS_PER_CLOCK: Mapping[tuple[int, int], Mapping[str, float]] = MappingProxyType(
+    {
+        (7, 0): {"fp32": 128, "fp16": 1024},
+        (7, 5): {"fp32": 128, "fp16": 1024},
+        (8, 0): {"fp32": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048},
+        (8, 6): {"fp32": 256, "tf32": 256, "fp16": 512, "bf16": 512},
+        (8, 7): {"fp32": 256, "tf32": 256, "fp16": 512, "bf16": 512},
+        (8, 9): {"fp32": 256, "tf32": 256, "fp16": 512, "bf16": 512},
+        (9, 0): {"fp32": 256, "tf32": 2048, "fp16": 4096, "bf16": 4096},
+    }
+)
+
+
+def known_peak(device_name: str | None) -> Mapping[str, float] | None:
+    """The table entry for a GPU name, or None (CPU, unknown GPU)."""
+    if not device_name:
+        return None
+    for key, peaks in GPU_PEAKS:
+        if key.lower() in device_name.lower():
+            return peaks
+    return None
+
+
+def estimated_peak_tflops(
+    capability: tuple[int, int] | None, sm_count: int | None, clock_mhz: float | None
+) -> dict[str, float] | None:
+    if capability is None or not sm_count or not clock_mhz:
+        return None
+    rates = PER_SM_FLOPS_PER_CLOCK.get(capability)
+    if rates is None:
+        return None
+    return {k: sm_count * clock_mhz * 1e6 * r / 1e12 for k, r in rates.items()}
+
+
+def get(name: str) -> Benchmark:
+    try:
+        return BENCHMARKS[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown benchmark {name!r} (choose from {', '.join(BENCHMARKS)})"
+        ) from None
+
+
+def _int(spec: Mapping[str, Any], key: str, *, minimum: int) -> None:
+    v = spec.get(key)
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise UsageError(f"{key.replace('_', ' ')} must be an integer, got {v!r}")
+    if v < minimum:
+        raise UsageError(f"{key.replace('_', ' ')} must be ≥ {minimum}, got {v}")
+
+
+def _device_type(device: str) -> str:
+    return device.split(":", 1)[0]
+
+
+def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a run spec and return it with every contract key present.
+
+    Raises UsageError with a one-line message. Device-dependent defaults (batch, steps, …)
+    are left as given; `resolve_spec` fills them once the device is known.
+    """
+    if not isinstance(spec, Mapping):
+        raise UsageError("benchmark spec must be a JSON object")
+    out: dict[str, Any] = {**SPEC_DEFAULTS, **spec}
+    for key in ("channels_last", "compile", "sweep", "profile"):
+        out[key] = bool(out[key])
+    name = out["benchmark"]
+    if not isinstance(name, str) or not name:
+        raise UsageError("no benchmark given")
+    bench = get(name)
+
+    if bench.models:
+        if out["model"] is None:
+            out["model"] = bench.default_model
+        if out["model"] not in bench.models:
+            raise UsageError(
+                f"unknown model {out['model']!r} for {name} (choose from "
+                f"{', '.join(bench.models)})"
+            )
+    elif out["model"] is not None:
+        raise UsageError(f"{name} takes no model (got {out['model']!r})")
+
+    device = out["device"]
+    if not isinstance(device, str) or not device:
+        raise UsageError(f"bad device {device!r} (use cpu, cuda, cuda:N or auto)")
+    dtype_, _, index = device.partition(":")
+    if dtype_ not in ("cpu", "cuda", "auto") or (index and (dtype_ != "cuda" or not
+                                                            index.isdigit())):
+        raise UsageError(f"bad device {device!r} (use cpu, cuda, cuda:N or auto)")
+
+    prec = out["precision"]
+    if prec not in PRECISIONS:
+        raise UsageError(f"bad precision {prec!r} (choose from {', '.join(PRECISIONS)})")
+    if dtype_ == "cpu" and prec == "fp16":
+        raise UsageError("fp16 needs a CUDA device; on CPU use bf16 or fp32")
+    if dtype_ == "cpu" and prec == "tf32":
+        raise UsageError("tf32 is a CUDA tensor-core mode; on CPU use fp32 or bf16")
+
+    _int(out, "batch_size", minimum=1)
+    _int(out, "steps", minimum=1)
+    _int(out, "warmup", minimum=0)
+    _int(out, "seq_len", minimum=1)
+    _int(out, "nproc", minimum=1)
+    _int(out, "threads", minimum=1)
+    _int(out, "seed", minimum=0)
+    _int(out, "image_size", minimum=16)
+    d = out["duration_s"]
+    if d is not None and (isinstance(d, bool) or not isinstance(d, int | float) or d <= 0):
+        raise UsageError(f"duration must be a positive number of seconds, got {d!r}")
+
+    if out["model"] == "vit_b_16" and out["image_size"] is not None and out["image_size"] % 16:
+        raise UsageError("vit_b_16 needs an image size that is a multiple of 16")
+    if bench.models == CNN_MODELS and out["image_size"] is not None and out["image_size"] < 32:
+        raise UsageError(f"{out['model']} needs an image size of at least 32")
+
+    mode = out["mode"]
+    if mode is not None:
+        if mode not in MODES:
+            raise UsageError(f"bad mode {mode!r} (choose from {', '.join(MODES)})")
+        if bench.kind != "infer":
+            raise UsageError(f"--mode applies to inference benchmarks, not {name}")
+    if out["sweep"]:
+        if not bench.supports_sweep:
+            raise UsageError(f"{name} does not support a batch-size sweep")
+        if mode == "latency":
+            raise UsageError("a batch-size sweep measures throughput; drop --mode latency")
+    if out["nproc"] > 1:
+        if not bench.supports_nproc:
+            raise UsageError(f"--nproc applies to cnn-train and rnn-train, not {name}")
+        if out["sweep"] or out["profile"]:
+            raise UsageError("--nproc cannot be combined with --sweep or --profile")
+    if out["profile"] and not bench.supports_profile:
+        raise UsageError(f"{name} does not support --profile")
+    if out["profile_dir"] is not None and not isinstance(out["profile_dir"], str):
+        raise UsageError("profile dir must be a path")
+    if out["test_hook"] is not None and out["test_hook"] not in TEST_HOOKS:
+        raise UsageError(f"bad test hook {out['test_hook']!r}")
+    return out
+
+
+def resolve_spec(spec: Mapping[str, Any], device_type: str) -> dict[str, Any]:
+    """Fill device-dependent defaults into a validated spec.
+
+    Spec keys keep the contract's names; benchmark-specific parameters (matmul size, vocab,
+    target accuracy, …) are added under "params". A run is bounded by steps or by duration:
+    if the caller gave either, the other is not filled from the defaults.
+    """
+    bench = get(spec["benchmark"])
+    defaults = bench.defaults(device_type, spec.get("mode"))
+    out = dict(spec)
+    if bench.kind == "infer" and out.get("mode") is None:
+        out["mode"] = "throughput"
+    user_bounded = out.get("steps") is not None or out.get("duration_s") is not None
+    for key in SPEC_DEFAULTS:
+        if key in ("steps", "duration_s") and user_bounded:
+            continue
+        if key in defaults and out.get(key) is None:
+            out[key] = defaults[key]
+    if out.get("steps") is None and out.get("duration_s") is None:
+        out["steps"] = 10
+    if out.get("warmup") is None:
+        out["warmup"] = 0
+    out["params"] = {k: v for k, v in defaults.items() if k not in SPEC_DEFAULTS}
+    return out

@@ -1,0 +1,133 @@
+"""Energy per sample and NVML facts for the benchmark record (worker side).
+
+NVML is reached only through `gputui.telemetry.nvml.NvmlSource` (the one module that
+imports pynvml). torch's CUDA index and NVML's index can differ (CUDA_VISIBLE_DEVICES,
+CUDA_DEVICE_ORDER), so the device is matched by UUID. Everything here degrades to None:
+on CPU, without a driver, or when the counter is not supported.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import torch
+
+log = logging.getLogger("gputui.bench.energy")
+
+
+def torch_uuid(device: torch.device) -> str | None:
+    if device.type != "cuda":
+        return None
+    try:
+        props = torch.cuda.get_device_properties(device)
+        uuid = str(props.uuid)
+    except (AttributeError, RuntimeError):
+        return None
+    return uuid if uuid.lower().startswith("gpu-") else f"GPU-{uuid}"
+
+
+class NvmlLink:
+    """An NVML session for one torch device; every method returns None when unavailable."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._src: Any = None
+        self._index: int | None = None
+        uuid = torch_uuid(device)
+        if uuid is None:
+            return
+        try:
+            from gputui.telemetry.nvml import NvmlSource
+
+            src = NvmlSource(process_every=1_000_000, slow_every=1_000_000,
+                             fields={"energy"})
+            src.open()
+        except Exception as exc:  # no driver, no pynvml, old API: the run goes on without
+            log.info("NVML not available for energy: %s", exc)
+            return
+        index = src.index_of_uuid(uuid)
+        if index is None:
+            log.info("no NVML device with UUID %s", uuid)
+            src.close()
+            return
+        self._src, self._index = src, index
+
+    @property
+    def available(self) -> bool:
+        return self._src is not None
+
+    def close(self) -> None:
+        if self._src is not None:
+            self._src.close()
+            self._src = None
+
+    def driver_version(self) -> str | None:
+        return self._src.system.driver_version if self._src is not None else None
+
+    def static_info(self) -> dict[str, Any] | None:
+        if self._src is None or self._index is None:
+            return None
+        info = self._src.devices[self._index]
+        return {"nvml_index": info.index, "uuid": info.uuid, "pci_bus_id": info.pci_bus_id,
+                "clock_sm_max_mhz": info.clock_sm_max_mhz,
+                "clock_mem_max_mhz": info.clock_mem_max_mhz}
+
+    def clocks_now(self) -> dict[str, Any] | None:
+        if self._src is None or self._index is None:
+            return None
+        try:
+            gpus, _ = self._src.read()
+        except Exception as exc:
+            log.info("NVML read failed: %s", exc)
+            return None
+        for g in gpus:
+            if g.index == self._index:
+                return {"clock_sm_mhz": g.clock_sm_mhz, "clock_mem_mhz": g.clock_mem_mhz,
+                        "temp_c": g.temp_c, "power_w": g.power_w,
+                        "power_limit_w": g.power_limit_w, "pstate": g.pstate,
+                        "throttle_mask": g.throttle_mask}
+        return None
+
+    def energy_mj(self) -> int | None:
+        if self._src is None or self._index is None:
+            return None
+        try:
+            return self._src.read_energy_mj(self._index)
+        except Exception:
+            return None
+
+
+class EnergyMeter:
+    """Counter delta over the timed window → J per sample and average W.
+
+    The counter has millijoule resolution but updates every ~20-100 ms, so windows under a
+    few seconds are noisy; the window length is returned so readers can judge.
+    """
+
+    def __init__(self, link: NvmlLink | None) -> None:
+        self.link = link
+        self._e0: int | None = None
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        if self.link is None:
+            return
+        self._e0 = self.link.energy_mj()
+        self._t0 = time.monotonic()
+
+    def stop(self, samples: int) -> dict[str, float | None]:
+        out: dict[str, float | None] = {"energy_j_per_sample": None, "avg_power_w": None,
+                                        "energy_window_s": None}
+        if self.link is None or self._e0 is None:
+            return out
+        e1 = self.link.energy_mj()
+        dt = time.monotonic() - self._t0
+        if e1 is None or e1 < self._e0 or dt <= 0:
+            return out
+        joules = (e1 - self._e0) / 1000.0
+        out["energy_window_s"] = dt
+        out["avg_power_w"] = joules / dt
+        out["energy_j_per_sample"] = joules / samples if samples > 0 else None
+        return out

@@ -1,0 +1,257 @@
+"""Measuring without disturbing what is measured.
+
+- The timed loop never synchronises the device per step. On CUDA each step boundary is a
+  CUDA event recorded in the stream; the events are read after the window ends with one
+  synchronisation. On CPU, work is synchronous, so a host clock at each boundary is exact.
+- Windows are sized to last about half a second, so progress events arrive about twice a
+  second without a host sync per step.
+- Consecutive boundaries share one event: step i lasts from boundary i to boundary i+1 and
+  the step times add up to the stream's busy-or-starved time (host overhead included).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated percentile (q in 0..100), None for no data."""
+    if not values:
+        return None
+    s = sorted(values)
+    if len(s) == 1:
+        return float(s[0])
+    pos = (len(s) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return float(s[lo] + (s[hi] - s[lo]) * (pos - lo))
+
+
+def summary_ms(values_ms: Sequence[float]) -> dict[str, float | None]:
+    mean = sum(values_ms) / len(values_ms) if values_ms else None
+    return {
+        "p50": percentile(values_ms, 50),
+        "p90": percentile(values_ms, 90),
+        "p99": percentile(values_ms, 99),
+        "median": percentile(values_ms, 50),
+        "mean": mean,
+    }
+
+
+def latency_summary(values_ms: Sequence[float]) -> dict[str, float | None] | None:
+    if not values_ms:
+        return None
+    s = summary_ms(values_ms)
+    return {"p50": s["p50"], "p90": s["p90"], "p99": s["p99"], "mean": s["mean"]}
+
+
+def throughput_summary(
+    step_ms: Sequence[float], samples_per_step: float, total_samples: float, wall_s: float,
+    unit: str,
+) -> dict[str, Any]:
+    """Median/p10/p90 from per-step rates; mean is total samples over total wall time."""
+    rates = [samples_per_step / (ms / 1000.0) for ms in step_ms if ms > 0]
+    return {
+        "median": percentile(rates, 50),
+        "mean": (total_samples / wall_s) if wall_s > 0 and total_samples else None,
+        "p10": percentile(rates, 10),
+        "p90": percentile(rates, 90),
+        "unit": unit,
+    }
+
+
+class StepClock:
+    """Step boundaries: CUDA events in the stream on CUDA, host clock on CPU."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self._marks: list[Any] = []
+
+    def mark(self) -> None:
+        if self.cuda:
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self._marks.append(ev)
+        else:
+            self._marks.append(time.perf_counter())
+
+    def collect(self) -> list[float]:
+        """Durations (ms) between the marks so far; keeps the last mark as the next start.
+
+        On CUDA the caller must have synchronised first (we do it here to be safe: this is
+        called only at window ends).
+        """
+        if len(self._marks) < 2:
+            return []
+        if self.cuda:
+            self._marks[-1].synchronize()
+            out = [a.elapsed_time(b) for a, b in zip(self._marks, self._marks[1:], strict=False)]
+        else:
+            out = [(b - a) * 1000.0 for a, b in zip(self._marks, self._marks[1:], strict=False)]
+        self._marks = self._marks[-1:]
+        return out
+
+
+# (local samples in window, stop?, next window steps) -> (total samples, stop?, next steps).
+# Distributed runs use it to agree across ranks at window ends.
+WindowHook = Callable[[int, bool, int], tuple[int, bool, int]]
+
+
+@dataclass
+class LoopStats:
+    steps: int = 0
+    samples: int = 0  # across all ranks when a window hook aggregates
+    wall_s: float = 0.0
+    step_ms: list[float] = field(default_factory=list)
+    window_rates: list[float] = field(default_factory=list)
+    stopped_early: bool = False
+
+
+def timed_loop(
+    step: Callable[[int], None],
+    *,
+    device: torch.device,
+    samples_per_step: int,
+    steps: int | None,
+    duration_s: float | None,
+    unit: str,
+    emit: Callable[[dict], None] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    window_target_s: float = 0.5,
+    window_hook: WindowHook | None = None,
+    make_progress: Callable[..., dict] | None = None,
+) -> LoopStats:
+    """Run `step(i)` until `steps` or `duration_s`; sync only at window ends."""
+    stats = LoopStats()
+    clock = StepClock(device)
+    window_steps = 1  # first window is one step: it sizes the next ones
+    sync(device)
+    t_start = time.perf_counter()
+    t_win = t_start
+    clock.mark()
+    in_window = 0
+    i = 0
+    while True:
+        step(i)
+        clock.mark()
+        i += 1
+        in_window += 1
+        stop_now = should_stop()
+        reached = steps is not None and i >= steps
+        if in_window < window_steps and not reached and not stop_now:
+            continue
+        sync(device)
+        now = time.perf_counter()
+        win_ms = clock.collect()
+        stats.step_ms.extend(win_ms)
+        win_s = now - t_win
+        local = in_window * samples_per_step
+        done = reached or stop_now
+        if duration_s is not None and now - t_start >= duration_s:
+            done = True
+        per_step = (sum(win_ms) / len(win_ms) / 1000.0) if win_ms else win_s / in_window
+        next_ws = max(1, min(10_000, round(window_target_s / per_step))) if per_step > 0 else 1
+        total = local
+        if window_hook is not None:
+            total, done, next_ws = window_hook(local, done, next_ws)
+        stats.steps = i
+        stats.samples += total
+        stats.wall_s = now - t_start
+        rate = total / win_s if win_s > 0 else 0.0
+        stats.window_rates.append(rate)
+        if emit is not None and make_progress is not None:
+            emit(make_progress(step=i, of=steps, elapsed_s=now - t_start, duration_s=duration_s,
+                               throughput=rate, unit=unit, window_s=win_s, samples=total))
+        t_win = now
+        in_window = 0
+        window_steps = next_ws
+        if done:
+            stats.stopped_early = stop_now and not reached
+            return stats
+
+
+def latency_loop(
+    request: Callable[[int], None],
+    *,
+    device: torch.device,
+    steps: int | None,
+    duration_s: float | None,
+    emit: Callable[[dict], None] | None,
+    make_progress: Callable[..., dict] | None,
+    unit: str,
+    samples_per_request: int = 1,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> tuple[list[float], float, bool]:
+    """Single-stream: one request at a time, each waited for (that is what latency means).
+
+    Returns (per-request ms, wall s, stopped_early). The sync after each request is part of
+    the measurement here, not a disturbance: a request is done when its result is ready.
+    """
+    lat: list[float] = []
+    t_start = time.perf_counter()
+    t_last = t_start
+    n_last = 0
+    i = 0
+    while True:
+        t0 = time.perf_counter()
+        request(i)
+        sync(device)
+        t1 = time.perf_counter()
+        lat.append((t1 - t0) * 1000.0)
+        i += 1
+        stop_now = should_stop()
+        done = (steps is not None and i >= steps) or stop_now or (
+            duration_s is not None and t1 - t_start >= duration_s)
+        if (t1 - t_last >= 0.5 or done) and emit is not None and make_progress is not None:
+            win = t1 - t_last
+            n = (i - n_last) * samples_per_request
+            emit(make_progress(step=i, of=steps, elapsed_s=t1 - t_start, duration_s=duration_s,
+                               throughput=n / win if win > 0 else 0.0, unit=unit, window_s=win,
+                               samples=n))
+            t_last, n_last = t1, i
+        if done:
+            return lat, t1 - t_start, stop_now and not (steps is not None and i >= steps)
+
+
+class PhaseTimer:
+    """Per-phase split for one instrumented step: sync, then host clock, at each boundary.
+
+    Used only in a separate short pass after the timed loop: the syncs would slow the main
+    loop and hide overlap between phases.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.totals: dict[str, list[float]] = {}
+        self._t = 0.0
+        self._name: str | None = None
+
+    def start(self, name: str) -> None:
+        sync(self.device)
+        now = time.perf_counter()
+        if self._name is not None:
+            self.totals.setdefault(self._name, []).append((now - self._t) * 1000.0)
+        self._name = name
+        self._t = now
+
+    def stop(self) -> None:
+        sync(self.device)
+        now = time.perf_counter()
+        if self._name is not None:
+            self.totals.setdefault(self._name, []).append((now - self._t) * 1000.0)
+        self._name = None
+
+    def medians(self) -> dict[str, float]:
+        return {k: percentile(v, 50) or 0.0 for k, v in self.totals.items()}

@@ -1,0 +1,83 @@
+"""Command-line entry point.
+
+Nothing heavy is imported here: `gputui --help` must be instant and the monitor
+must never pay for torch. Each subcommand module registers its own parser and
+imports what it needs inside its `run` function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from gputui import __version__
+from gputui.errors import GputuiError
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports bad usage as one `gputui: ...` line, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"gputui: {message} (see '{self.prog} --help')\n")
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def interval_seconds(text: str) -> float:
+    value = positive_float(text)
+    if value < 0.1:
+        raise argparse.ArgumentTypeError(f"interval must be at least 0.1 s: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number: {text!r}")
+    return value
+
+
+def build_parser() -> ArgumentParser:
+    from gputui.commands import bench, export, fleet, replay, snapshot, tui, watch
+
+    parser = ArgumentParser(
+        prog="gputui",
+        description="GPU monitor that explains throttling, with built-in benchmarks. "
+        "Without a subcommand, opens the live monitor.",
+    )
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    tui.add_arguments(parser)
+    parser.set_defaults(func=tui.run)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=ArgumentParser)
+    for module in (snapshot, watch, replay, bench, export, fleet):
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except KeyboardInterrupt:
+        return 130
+    except GputuiError as exc:
+        print(f"gputui: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        # `gputui watch | head` closes our stdout; that is a normal way to stop.
+        return 0

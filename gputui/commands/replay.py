@@ -1,0 +1,47 @@
+"""`gputui replay FILE`: play a recording (`gputui --record FILE`) in the monitor."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+# Same bounds as gputui.telemetry.replay (not imported here: it pulls in the sampler,
+# and building the parser must stay cheap for `gputui --help`); a test keeps them equal.
+MIN_SPEED = 0.125
+MAX_SPEED = 64.0
+
+
+def _speed(text: str) -> float:
+    from gputui.cli import positive_float
+
+    value = positive_float(text)
+    if not MIN_SPEED <= value <= MAX_SPEED:
+        raise argparse.ArgumentTypeError(
+            f"speed must be between {MIN_SPEED:g} and {MAX_SPEED:g}: {text!r}")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay", help="replay a recording made with 'gputui --record FILE'",
+        description="Open the monitor on a recording instead of the live GPUs: history, "
+        "throttle episodes and alerts as they happened. Space pauses; the arrow keys step "
+        "and seek.")
+    p.add_argument("file", metavar="FILE", help="a recording (JSON lines)")
+    p.add_argument("--speed", type=_speed, default=1.0, metavar="X",
+                   help=f"playback speed, {MIN_SPEED:g} to {MAX_SPEED:g} (default 1)")
+    p.add_argument("--theme", metavar="NAME", help="colour theme (or set GPUTUI_THEME)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.telemetry.record import require_recording
+    from gputui.ui.options import AppOptions
+
+    # Load before importing Textual: a bad file is reported at once, as one line.
+    rec = require_recording(args.file)
+    for warning in rec.warnings:
+        print(f"gputui: warning: {warning}", file=sys.stderr)
+    from gputui.ui.app import run_app
+
+    return run_app(AppOptions(replay=rec, replay_speed=args.speed, theme=args.theme))

@@ -1,0 +1,52 @@
+"""`gputui snapshot`: one nvidia-smi-like reading, as tables or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from gputui.telemetry.model import Snapshot
+from gputui.telemetry.schema import snapshot_to_dict
+
+# psutil's CPU % is a delta: wait this long after priming so it means something.
+CPU_SETTLE_S = 0.25
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("snapshot", help="print one reading of every GPU, the host and processes",
+                       description="Print one nvidia-smi-like reading of every GPU, the host "
+                       "and the GPU processes.")
+    p.add_argument("--json", action="store_true", help="print the documented JSON document")
+    p.set_defaults(func=run)
+
+
+def take_snapshot() -> Snapshot:
+    from gputui.telemetry.sampler import Sampler
+
+    started = time.monotonic()
+    sampler = Sampler.open(interval=1.0, process_every=1)
+    try:
+        if sampler.nvml is not None:
+            sampler.nvml.read()  # primes counters that are deltas (violation time)
+        time.sleep(max(0.0, CPU_SETTLE_S - (time.monotonic() - started)))
+        return sampler.read()
+    finally:
+        sampler.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    snap = take_snapshot()
+    if args.json:
+        json.dump(snapshot_to_dict(snap), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+
+    from gputui.commands.snapshot_view import render_snapshot
+
+    console = Console(highlight=False)
+    for item in render_snapshot(snap):
+        console.print(item)
+    return 0

@@ -1,0 +1,119 @@
+"""Rich renderables for `gputui snapshot` (headless; no Textual)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from gputui.telemetry.model import GpuSample, Snapshot
+from gputui.telemetry.throttle import is_throttling, state_words
+from gputui.telemetry.units import (
+    NA,
+    fmt_bytes,
+    fmt_j,
+    fmt_mhz,
+    fmt_pct,
+    fmt_rate,
+    fmt_temp,
+    fmt_w,
+)
+
+
+def _of(a: str, b: str) -> str:
+    return a if b == NA else f"{a} / {b}"
+
+
+def _temp(g: GpuSample) -> str:
+    t = fmt_temp(g.temp_c)
+    if g.info.temp_slowdown_c is not None:
+        t += f" (slowdown {g.info.temp_slowdown_c}°C)"
+    return t
+
+
+def _pcie(g: GpuSample) -> str:
+    if g.pcie_gen is None and g.pcie_width is None:
+        return NA
+    gen = "?" if g.pcie_gen is None else str(g.pcie_gen)
+    width = "?" if g.pcie_width is None else str(g.pcie_width)
+    cap = ""
+    if g.info.pcie_gen_max is not None and g.info.pcie_width_max is not None:
+        cap = f" (max Gen{g.info.pcie_gen_max} x{g.info.pcie_width_max})"
+    return f"Gen{gen} x{width}{cap}"
+
+
+def render_snapshot(s: Snapshot) -> Iterator[RenderableType]:
+    sysinfo = s.system
+    head = Text()
+    head.append(f"{s.host.hostname}  ", style="bold")
+    head.append(f"{s.time.astimezone():%Y-%m-%d %H:%M:%S %Z}  ")
+    head.append(f"Driver {sysinfo.driver_version or NA}  NVML {sysinfo.nvml_version or NA}  "
+                f"CUDA {sysinfo.cuda_driver_version or NA}")
+    yield head
+    if s.nvml_error:
+        yield Text(f"No GPU data: {s.nvml_error}", style="bold yellow")
+    if s.gpus:
+        main = Table(title="GPUs", title_justify="left", expand=False, pad_edge=False)
+        for col in ("GPU", "Name", "Bus-Id", "Util", "Mem-Ctl", "Memory used / total",
+                    "Power / limit", "Temp", "Fan", "SM clock / max", "Perf"):
+            main.add_column(col, no_wrap=col not in ("Name",), overflow="fold")
+        more = Table(title="Links, counters and clock events", title_justify="left",
+                     pad_edge=False)
+        for col in ("GPU", "Mem clock / max", "PCIe link", "PCIe RX", "PCIe TX",
+                    "Energy", "ECC uncorr.", "Clocks event reasons"):
+            more.add_column(col, overflow="fold")
+        for g in s.gpus:
+            idx = str(g.index)
+            if g.lost or g.error:
+                why = "GPU is lost" if g.lost else f"unavailable: {g.error}"
+                main.add_row(idx, g.info.name, g.info.pci_bus_id,
+                             Text(why, style="bold red"), *[""] * 7)
+                more.add_row(idx, *[""] * 7)
+                continue
+            main.add_row(
+                idx, g.info.name, g.info.pci_bus_id,
+                fmt_pct(g.util_gpu_pct), fmt_pct(g.util_mem_pct),
+                _of(fmt_bytes(g.mem_used_bytes, unit="MiB"),
+                    fmt_bytes(g.mem_total_bytes, unit="MiB")),
+                _of(fmt_w(g.power_w), fmt_w(g.power_limit_w)),
+                _temp(g), fmt_pct(g.fan_pct),
+                _of(fmt_mhz(g.clock_sm_mhz), fmt_mhz(g.info.clock_sm_max_mhz)),
+                NA if g.pstate is None else f"P{g.pstate}",
+            )
+            words = state_words(g.throttle_mask)
+            more.add_row(
+                idx,
+                _of(fmt_mhz(g.clock_mem_mhz), fmt_mhz(g.info.clock_mem_max_mhz)),
+                _pcie(g), fmt_rate(g.pcie_rx_bps), fmt_rate(g.pcie_tx_bps),
+                fmt_j(g.energy_j), NA if g.ecc_uncorrected is None else str(g.ecc_uncorrected),
+                Text(words, style="bold red" if is_throttling(g.throttle_mask) else ""),
+            )
+        yield main
+        yield more
+    elif not s.nvml_error:
+        yield Text("No NVIDIA GPUs found.")
+    h = s.host
+    host = Table(title="Host", title_justify="left", pad_edge=False)
+    for col in ("CPU", "RAM used / total", "Swap used / total", "Load average"):
+        host.add_column(col)
+    host.add_row(
+        fmt_pct(h.cpu_pct) + f" of {len(h.cpu_per_core_pct) or '?'} cores",
+        _of(fmt_bytes(h.mem_used_bytes), fmt_bytes(h.mem_total_bytes)),
+        _of(fmt_bytes(h.swap_used_bytes), fmt_bytes(h.swap_total_bytes)),
+        " ".join(f"{x:.2f}" for x in h.load_avg) if h.load_avg else NA,
+    )
+    yield host
+    if not s.gpus:
+        return
+    procs = Table(title="GPU processes", title_justify="left", pad_edge=False)
+    for col in ("GPU", "PID", "User", "GPU memory", "Command"):
+        procs.add_column(col, overflow="fold")
+    for p in sorted(s.processes, key=lambda p: (p.gpu_index, p.pid)):
+        procs.add_row(str(p.gpu_index), str(p.pid), p.user or NA,
+                      fmt_bytes(p.gpu_mem_bytes, unit="MiB") if p.gpu_mem_bytes is not None
+                      else NA, p.command or NA)
+    if not s.processes:
+        procs.add_row("", "", "", "", "no processes")
+    yield procs

@@ -1,0 +1,153 @@
+"""`gputui watch`: one row per GPU per tick, like `nvidia-smi dmon`, for logging a run."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import IO
+
+from gputui.errors import UsageError
+from gputui.telemetry.model import GpuSample, Snapshot
+from gputui.telemetry.schema import gpu_to_dict
+from gputui.telemetry.throttle import reason_keys
+
+# Stable CSV columns (a public contract: append new ones at the end only).
+CSV_COLUMNS = [
+    "time", "gpu", "name", "util_gpu_pct", "util_mem_pct", "mem_used_bytes", "mem_total_bytes",
+    "power_w", "power_limit_w", "temp_c", "fan_pct", "clock_sm_mhz", "clock_mem_mhz", "pstate",
+    "pcie_rx_bps", "pcie_tx_bps", "energy_j", "throttling", "throttle_reasons", "lost",
+    "host_cpu_pct", "host_mem_used_bytes",
+]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from gputui.cli import interval_seconds, positive_int
+
+    p = sub.add_parser("watch", help="stream one row per GPU per tick (table, CSV or JSON lines)",
+                       description="Stream one row per GPU per tick, flushed every tick, "
+                       "until Ctrl-C or --count ticks.")
+    p.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
+                   help="seconds between ticks (default 1, minimum 0.1)")
+    p.add_argument("--count", type=positive_int, default=None, metavar="N",
+                   help="stop after N ticks")
+    p.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
+    p.add_argument("--output", metavar="FILE",
+                   help="append rows to FILE instead of standard output")
+    p.set_defaults(func=run)
+
+
+def _row(snap: Snapshot, g: GpuSample | None) -> dict[str, object]:
+    h = snap.host
+    base: dict[str, object] = {c: None for c in CSV_COLUMNS}
+    base.update(time=snap.time_iso, host_cpu_pct=h.cpu_pct, host_mem_used_bytes=h.mem_used_bytes)
+    if g is None:
+        return base
+    base.update({k: v for k, v in gpu_to_dict(g).items() if k in base})
+    base.update(gpu=g.index, name=g.info.name, lost=g.lost,
+                throttle_reasons=reason_keys(g.throttle_mask) if g.throttle_mask is not None
+                else None)
+    return base
+
+
+def _num(v: object, fmt: str = "{:.0f}") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float | int) and not isinstance(v, bool):
+        return fmt.format(v)
+    return str(v)
+
+
+TABLE_HEADER = (f"{'time':<8} {'gpu':>3} {'sm%':>4} {'mem%':>4} {'fb_MiB':>8} {'pwr_W':>6} "
+                f"{'temp':>4} {'fan':>4} {'smMHz':>6} {'memMHz':>6} {'rx_MB/s':>8} {'tx_MB/s':>8} "
+                "throttle")
+
+
+def _table_line(row: dict[str, object]) -> str:
+    t = str(row["time"])[11:19]
+    if row["gpu"] is None:
+        return f"{t:<8} {'-':>3}  (no GPU data) host cpu {_num(row['host_cpu_pct'])}%"
+    if row["lost"]:
+        return f"{t:<8} {row['gpu']:>3}  GPU is lost"
+    mib = None if row["mem_used_bytes"] is None else row["mem_used_bytes"] / 2**20  # type: ignore[operator]
+    rx = None if row["pcie_rx_bps"] is None else row["pcie_rx_bps"] / 1e6  # type: ignore[operator]
+    tx = None if row["pcie_tx_bps"] is None else row["pcie_tx_bps"] / 1e6  # type: ignore[operator]
+    reasons = row["throttle_reasons"]
+    thr = "-" if reasons is None else ",".join(reasons) or "none"  # type: ignore[arg-type]
+    return (f"{t:<8} {row['gpu']:>3} {_num(row['util_gpu_pct']):>4} {_num(row['util_mem_pct']):>4} "
+            f"{_num(mib):>8} {_num(row['power_w'], '{:.1f}'):>6} {_num(row['temp_c']):>4} "
+            f"{_num(row['fan_pct']):>4} {_num(row['clock_sm_mhz']):>6} "
+            f"{_num(row['clock_mem_mhz']):>6} {_num(rx, '{:.1f}'):>8} {_num(tx, '{:.1f}'):>8} "
+            f"{thr}")
+
+
+def _csv_line(row: dict[str, object]) -> str:
+    buf = io.StringIO()
+    out = dict(row)
+    reasons = out["throttle_reasons"]
+    out["throttle_reasons"] = "|".join(reasons) if isinstance(reasons, list) else reasons
+    csv.writer(buf, lineterminator="\n").writerow(
+        ["" if out[c] is None else out[c] for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _open_output(path: str | None, fmt: str) -> tuple[IO[str], bool]:
+    """Returns (stream, needs_header). Files are appended to: a log is never clobbered."""
+    if path is None:
+        return sys.stdout, True
+    try:
+        fh = open(path, "a", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    empty = os.fstat(fh.fileno()).st_size == 0
+    return fh, empty
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.telemetry.sampler import Sampler
+
+    out, header = _open_output(args.output, args.format)
+    formatter: Callable[[dict[str, object]], str]
+    if args.format == "csv":
+        formatter = _csv_line
+        if header:
+            out.write(",".join(CSV_COLUMNS) + "\n")
+    elif args.format == "jsonl":
+        formatter = lambda row: json.dumps(row) + "\n"  # noqa: E731
+    else:
+        formatter = lambda row: _table_line(row) + "\n"  # noqa: E731
+        if header:
+            out.write(TABLE_HEADER + "\n")
+    out.flush()
+    sampler = Sampler.open(interval=args.interval)
+    if sampler.nvml_error:
+        print(f"gputui: no GPU data: {sampler.nvml_error}", file=sys.stderr)
+    ticks = 0
+    next_at = time.monotonic()
+    try:
+        while args.count is None or ticks < args.count:
+            snap = sampler.tick()
+            rows = [_row(snap, g) for g in snap.gpus] or [_row(snap, None)]
+            out.write("".join(formatter(r) for r in rows))
+            out.flush()
+            ticks += 1
+            if args.count is not None and ticks >= args.count:
+                break
+            next_at += args.interval
+            delay = next_at - time.monotonic()
+            if delay < 0:  # late: skip missed ticks rather than burst
+                next_at = time.monotonic()
+                delay = 0
+            time.sleep(delay)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how a user ends a watch: that is success
+    finally:
+        sampler.close()
+        if out is not sys.stdout:
+            out.close()
+    return 0

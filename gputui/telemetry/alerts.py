@@ -1,0 +1,229 @@
+"""Alerts: conditions a person watching the monitor should notice, in words.
+
+The engine is fed every snapshot in order (live or replayed) together with the
+throttle tracker's ongoing episodes. It keeps one alert per (kind, GPU); an
+alert is *raised* once when its condition starts and becomes inactive when the
+condition ends. Thresholds have hysteresis so a value hovering at a threshold
+does not raise a new alert every tick:
+
+- memory_full raises above 95 % and re-arms only below 93 %;
+- near_slowdown raises within 5 °C of the slowdown temperature and re-arms only
+  below slowdown − 7 °C;
+- throttle follows the tracker's episodes, but an episode that starts again
+  within THROTTLE_REARM_S of the last one ending reactivates the old alert
+  quietly instead of raising a new one (on/off throttling would otherwise flap);
+- ecc stays active for ECC_HOLD_S after the counter last grew (the counter is
+  read every few ticks, and one tick of red would be easy to miss);
+- lost stays active while the GPU is lost; the GPU's other alerts clear.
+
+A value that is unknown this tick (None) leaves the alert as it was: not knowing
+is not the same as the condition having ended. No textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Literal
+
+from gputui.telemetry.model import GpuSample, Snapshot
+from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, throttle_words
+from gputui.telemetry.units import fmt_bytes
+
+AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost"]
+Severity = Literal["warning", "error"]
+
+MEM_FULL_PCT = 95.0
+MEM_REARM_PCT = 93.0
+NEAR_SLOWDOWN_C = 5  # raise at temp ≥ slowdown − 5 °C
+NEAR_SLOWDOWN_REARM_C = 7  # clear only below slowdown − 7 °C
+THROTTLE_REARM_S = 30.0
+ECC_HOLD_S = 60.0
+MAX_HISTORY = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    key: str  # stable id, "<kind>:<gpu index>", e.g. "throttle:0"
+    gpu_index: int | None
+    kind: AlertKind
+    severity: Severity
+    message: str  # a sentence in words, starting with "GPU n: "
+    since: datetime  # when the condition started (snapshot wall time, UTC)
+    active: bool = True
+    until: datetime | None = None  # when it cleared; None while active
+
+
+def alert_key(kind: str, gpu_index: int | None) -> str:
+    return f"{kind}:{'host' if gpu_index is None else gpu_index}"
+
+
+class AlertEngine:
+    """Turns snapshots into alerts. Not thread-safe: call from one thread."""
+
+    def __init__(self, *, mem_full_pct: float = MEM_FULL_PCT,
+                 mem_rearm_pct: float = MEM_REARM_PCT,
+                 near_slowdown_c: int = NEAR_SLOWDOWN_C,
+                 near_slowdown_rearm_c: int = NEAR_SLOWDOWN_REARM_C,
+                 throttle_rearm_s: float = THROTTLE_REARM_S,
+                 ecc_hold_s: float = ECC_HOLD_S) -> None:
+        if mem_rearm_pct > mem_full_pct or near_slowdown_rearm_c < near_slowdown_c:
+            raise ValueError("re-arm thresholds must sit on the safe side of the alert ones")
+        self.mem_full_pct = mem_full_pct
+        self.mem_rearm_pct = mem_rearm_pct
+        self.near_slowdown_c = near_slowdown_c
+        self.near_slowdown_rearm_c = near_slowdown_rearm_c
+        self.throttle_rearm_s = throttle_rearm_s
+        self.ecc_hold_s = ecc_hold_s
+        self._alerts: dict[str, Alert] = {}  # latest state per key, active or not
+        self._ecc_last: dict[int, int] = {}
+        self._ecc_grew_at: dict[int, datetime] = {}
+        self._history: list[Alert] = []  # every raise, oldest first (bounded)
+        self.last_cleared: list[Alert] = []  # alerts that became inactive on the last update
+
+    # --- queries -------------------------------------------------------------------------
+
+    def active(self) -> list[Alert]:
+        """Active alerts, errors first, then by GPU and kind."""
+        order = {"lost": 0, "ecc": 1, "throttle": 2, "near_slowdown": 3, "memory_full": 4}
+        act = [a for a in self._alerts.values() if a.active]
+        return sorted(act, key=lambda a: (a.severity != "error", a.gpu_index or 0,
+                                          order.get(a.kind, 9)))
+
+    def get(self, key: str) -> Alert | None:
+        return self._alerts.get(key)
+
+    def history(self) -> list[Alert]:
+        """Every alert raised so far (as raised), oldest first; bounded."""
+        return list(self._history)
+
+    def reset(self) -> None:
+        """Forget everything (a replay seeking backwards starts over)."""
+        self._alerts.clear()
+        self._ecc_last.clear()
+        self._ecc_grew_at.clear()
+        self._history.clear()
+        self.last_cleared = []
+
+    # --- the rules -----------------------------------------------------------------------
+
+    def update(self, snap: Snapshot, ongoing: dict[int, ThrottleEpisode]) -> list[Alert]:
+        """Apply one snapshot; returns the alerts newly raised on this tick."""
+        raised: list[Alert] = []
+        self.last_cleared = []
+        now = snap.time
+        for g in snap.gpus:
+            idx = g.index
+            if g.lost:
+                self._set(raised, "lost", idx, now, "error",
+                          f"GPU {idx}: {g.info.name} is lost (fell off the bus or the driver "
+                          "gave up on it); the other GPUs are still monitored")
+                for kind in ("throttle", "near_slowdown", "memory_full", "ecc"):
+                    self._clear(alert_key(kind, idx), now)
+                continue
+            self._clear(alert_key("lost", idx), now)
+            self._throttle(raised, g, ongoing.get(idx), now)
+            self._near_slowdown(raised, g, now)
+            self._memory(raised, g, now)
+            self._ecc(raised, g, now)
+        return raised
+
+    def _throttle(self, raised: list[Alert], g: GpuSample, ep: ThrottleEpisode | None,
+                  now: datetime) -> None:
+        key = alert_key("throttle", g.index)
+        if g.throttle_mask is None:
+            return  # unknown this tick
+        if not is_throttling(g.throttle_mask):
+            self._clear(key, now)
+            return
+        text = explain(g, base_clock_sm_mhz=ep.clock_sm_before_mhz if ep else None)
+        message = f"GPU {g.index}: {text or throttle_words(g.throttle_mask)}"
+        prev = self._alerts.get(key)
+        if prev is not None and prev.active:
+            self._alerts[key] = replace(prev, message=message)
+            return
+        if (prev is not None and prev.until is not None
+                and (now - prev.until).total_seconds() < self.throttle_rearm_s):
+            # It stopped only moments ago: the same trouble, not news.
+            self._alerts[key] = replace(prev, message=message, active=True, until=None)
+            return
+        since = ep.start if ep is not None else now
+        self._raise(raised, Alert(key, g.index, "throttle", "warning", message, since))
+
+    def _near_slowdown(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
+        slowdown = g.info.temp_slowdown_c
+        if g.temp_c is None or slowdown is None:
+            return
+        key = alert_key("near_slowdown", g.index)
+        prev = self._alerts.get(key)
+        is_active = prev is not None and prev.active
+        if g.temp_c >= slowdown - self.near_slowdown_c:
+            if g.temp_c >= slowdown:
+                words = f"{g.temp_c} °C, at or above its slowdown temperature {slowdown} °C"
+            else:
+                words = (f"{g.temp_c} °C, within {slowdown - g.temp_c} °C of its slowdown "
+                         f"temperature {slowdown} °C")
+            self._set(raised, "near_slowdown", g.index, now, "warning",
+                      f"GPU {g.index}: {words}; clocks will drop if it gets hotter")
+        elif is_active and g.temp_c < slowdown - self.near_slowdown_rearm_c:
+            self._clear(key, now)
+
+    def _memory(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
+        pct = g.mem_pct
+        if pct is None:
+            return
+        key = alert_key("memory_full", g.index)
+        prev = self._alerts.get(key)
+        if pct > self.mem_full_pct:
+            total = g.mem_total_bytes or g.info.mem_total_bytes
+            self._set(raised, "memory_full", g.index, now, "warning",
+                      f"GPU {g.index}: memory {pct:.0f}% full ({fmt_bytes(g.mem_used_bytes)} "
+                      f"of {fmt_bytes(total)}); a larger batch or another process may run "
+                      "out of memory")
+        elif prev is not None and prev.active and pct < self.mem_rearm_pct:
+            self._clear(key, now)
+
+    def _ecc(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
+        key = alert_key("ecc", g.index)
+        count = g.ecc_uncorrected
+        if count is not None:
+            last = self._ecc_last.get(g.index)
+            self._ecc_last[g.index] = count
+            # The first reading only sets the baseline: errors from before we started
+            # are not news. A counter that went down was reset (driver reload).
+            if last is not None and count > last:
+                self._ecc_grew_at[g.index] = now
+                self._set(raised, "ecc", g.index, now, "error",
+                          f"GPU {g.index}: {count - last} new uncorrected ECC error"
+                          f"{'s' if count - last != 1 else ''} ({count} in total); results "
+                          "computed on this GPU may be wrong — check nvidia-smi -q -d ECC")
+                return
+        grew = self._ecc_grew_at.get(g.index)
+        if grew is not None and (now - grew).total_seconds() >= self.ecc_hold_s:
+            self._clear(key, now)
+
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def _set(self, raised: list[Alert], kind: AlertKind, idx: int, now: datetime,
+             severity: Severity, message: str) -> None:
+        """Raise the alert, or only refresh its message if it is already active."""
+        key = alert_key(kind, idx)
+        prev = self._alerts.get(key)
+        if prev is not None and prev.active:
+            self._alerts[key] = replace(prev, message=message)
+            return
+        self._raise(raised, Alert(key, idx, kind, severity, message, now))
+
+    def _raise(self, raised: list[Alert], alert: Alert) -> None:
+        self._alerts[alert.key] = alert
+        raised.append(alert)
+        self._history.append(alert)
+        if len(self._history) > MAX_HISTORY:
+            del self._history[: len(self._history) - MAX_HISTORY]
+
+    def _clear(self, key: str, now: datetime) -> None:
+        prev = self._alerts.get(key)
+        if prev is not None and prev.active:
+            done = replace(prev, active=False, until=now)
+            self._alerts[key] = done
+            self.last_cleared.append(done)

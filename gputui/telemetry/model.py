@@ -1,0 +1,134 @@
+"""Immutable records that flow from the sources to every consumer.
+
+Everything here is plain data: the sampler builds these on its thread and hands
+them to the UI, the CLI, the recorder and the exporter, which never mutate them.
+`None` always means "not available on this device" (shown as N/A), never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SystemInfo:
+    driver_version: str | None = None
+    nvml_version: str | None = None
+    cuda_driver_version: str | None = None  # "12.4", from NVML's integer 12040
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """What does not change while the driver is loaded; read once per device."""
+
+    index: int
+    name: str
+    uuid: str
+    pci_bus_id: str
+    mem_total_bytes: int | None = None
+    temp_slowdown_c: int | None = None
+    temp_shutdown_c: int | None = None
+    clock_sm_max_mhz: int | None = None
+    clock_mem_max_mhz: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One device at one tick. Static facts are in `info`."""
+
+    info: DeviceInfo
+    lost: bool = False
+    error: str | None = None  # a one-line reason when the whole device failed this tick
+    util_gpu_pct: int | None = None
+    util_mem_pct: int | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    temp_c: int | None = None
+    fan_pct: int | None = None
+    clock_sm_mhz: int | None = None
+    clock_mem_mhz: int | None = None
+    pstate: int | None = None
+    energy_j: float | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_rx_bps: float | None = None
+    pcie_tx_bps: float | None = None
+    ecc_uncorrected: int | None = None
+    throttle_mask: int | None = None
+    # Fraction (0..1) of the last tick's wall time that NVML counted as a violation.
+    violation_power_frac: float | None = None
+    violation_thermal_frac: float | None = None
+
+    @property
+    def index(self) -> int:
+        return self.info.index
+
+    @property
+    def mem_pct(self) -> float | None:
+        if self.mem_used_bytes is None or not self.mem_total_bytes:
+            return None
+        return 100.0 * self.mem_used_bytes / self.mem_total_bytes
+
+    @property
+    def power_pct(self) -> float | None:
+        if self.power_w is None or not self.power_limit_w:
+            return None
+        return 100.0 * self.power_w / self.power_limit_w
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    gpu_index: int
+    pid: int
+    gpu_mem_bytes: int | None
+    kind: str = "compute"  # "compute" or "graphics"
+    user: str | None = None
+    command: str | None = None
+    cpu_pct: float | None = None
+    rss_bytes: int | None = None
+    started: float | None = None  # epoch seconds (psutil create_time)
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    hostname: str
+    cpu_pct: float | None = None
+    cpu_per_core_pct: tuple[float, ...] = ()
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    swap_total_bytes: int | None = None
+    load_avg: tuple[float, float, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything known at one tick."""
+
+    time: datetime  # wall clock, UTC
+    mono: float  # time.monotonic() when taken; for intervals only
+    system: SystemInfo
+    host: HostSample
+    gpus: tuple[GpuSample, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    nvml_error: str | None = None
+    seq: int = 0
+    skipped_ticks: int = 0
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+    @property
+    def time_iso(self) -> str:
+        return iso_utc(self.time)
+
+
+def iso_utc(t: datetime) -> str:
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(s: str) -> datetime:
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).astimezone(UTC)

@@ -1,0 +1,191 @@
+"""ReplayPlayer: plays a Recording into a Sampler as if it were live.
+
+The UI drives it from one thread (its event loop: a timer calls `advance(dt)`),
+so the sampler's history, throttle episodes and listeners behave exactly as in
+the live monitor. Replay time is seconds from the first snapshot, taken from the
+snapshots' wall-clock times (a recording has no other clock).
+
+Seeking backwards, or jumping far ahead, rebuilds the sampler's state from the
+snapshots of the history window before the target (15 minutes, the sampler's own
+history length), so sparklines and throttle episodes are right after a seek
+without replaying a whole day. The catch-up snapshots go into the history and the
+throttle tracker directly; only the target snapshot is announced to listeners,
+so a UI is not flooded with hundreds of frames it would never show.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from gputui.telemetry.model import Snapshot
+from gputui.telemetry.record import Recording
+from gputui.telemetry.sampler import HISTORY_MIN_SECONDS, Sampler
+
+MIN_SPEED = 0.125
+MAX_SPEED = 64.0
+REBUILD_WINDOW_S = float(HISTORY_MIN_SECONDS)
+
+
+def clamp_speed(speed: float) -> float:
+    if not speed == speed:  # NaN
+        return 1.0
+    return min(MAX_SPEED, max(MIN_SPEED, float(speed)))
+
+
+class ReplayPlayer:
+    """Plays `recording` into `sampler` (which must not be running its own thread)."""
+
+    def __init__(self, recording: Recording, sampler: Sampler, *, speed: float = 1.0,
+                 playing: bool = True) -> None:
+        if not recording.snapshots:
+            raise ValueError("a recording without snapshots cannot be replayed")
+        self.recording = recording
+        self.sampler = sampler
+        snaps = recording.snapshots
+        t0 = snaps[0].time
+        offsets: list[float] = []
+        last = 0.0
+        for s in snaps:
+            # A wall clock stepped backwards while recording must not make replay time
+            # run backwards: clamp to non-decreasing.
+            last = max(last, (s.time - t0).total_seconds())
+            offsets.append(last)
+        self._t0 = t0
+        self._offsets = offsets
+        # History windows are measured on `mono`: make it replay time, whatever the
+        # snapshots carried (hand-built ones may all say 0).
+        self._snaps = [s if s.mono == off else replace(s, mono=off)
+                       for s, off in zip(snaps, offsets, strict=True)]
+        self._speed = clamp_speed(speed)
+        self._t = 0.0
+        self._pos = 0
+        self.playing = playing
+        sampler.reset()
+        sampler.ingest(self._snaps[0])
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def speed(self) -> float:
+        return self._speed
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        self._speed = clamp_speed(value)
+
+    def faster(self) -> float:
+        self.speed = self._speed * 2
+        return self._speed
+
+    def slower(self) -> float:
+        self.speed = self._speed / 2
+        return self._speed
+
+    @property
+    def position(self) -> int:
+        """Index of the current snapshot in the recording."""
+        return self._pos
+
+    def __len__(self) -> int:
+        return len(self._snaps)
+
+    @property
+    def current(self) -> Snapshot:
+        return self._snaps[self._pos]
+
+    @property
+    def duration_s(self) -> float:
+        return self._offsets[-1]
+
+    @property
+    def elapsed_s(self) -> float:
+        return self._t
+
+    @property
+    def time(self) -> datetime:
+        """The recording's wall-clock time at the play head."""
+        return self._t0 + timedelta(seconds=self._t)
+
+    @property
+    def at_end(self) -> bool:
+        return self._pos == len(self._snaps) - 1 and self._t >= self.duration_s
+
+    # --- controls ------------------------------------------------------------------------
+
+    def play(self) -> None:
+        if self.at_end:
+            self.seek(0.0)  # play after the end starts over, like any media player
+        self.playing = True
+
+    def pause(self) -> None:
+        self.playing = False
+
+    def toggle(self) -> bool:
+        """Play/pause; returns whether it is playing now."""
+        if self.playing:
+            self.pause()
+        else:
+            self.play()
+        return self.playing
+
+    def advance(self, wall_dt: float) -> bool:
+        """Move replay time by wall_dt × speed; ingest every snapshot now due.
+
+        Returns True if the position changed. Pauses at the end.
+        """
+        if not self.playing or wall_dt <= 0:
+            return False
+        self._t = min(self.duration_s, self._t + wall_dt * self._speed)
+        target = bisect.bisect_right(self._offsets, self._t) - 1
+        changed = target > self._pos
+        if changed:
+            self._go_to(target)
+        if self._t >= self.duration_s:
+            self.playing = False
+        return changed
+
+    def step(self, n: int = 1) -> bool:
+        """Move n snapshots (negative: back) and pause. True if the position changed."""
+        self.playing = False
+        target = min(len(self._snaps) - 1, max(0, self._pos + n))
+        changed = target != self._pos
+        if changed:
+            self._go_to(target)
+        self._t = self._offsets[self._pos]
+        return changed
+
+    def seek(self, seconds_from_start: float) -> bool:
+        """Jump to a replay time (clamped to the recording). True if the position changed."""
+        t = min(self.duration_s, max(0.0, float(seconds_from_start)))
+        target = bisect.bisect_right(self._offsets, t) - 1
+        changed = target != self._pos
+        if changed:
+            self._go_to(target)
+        self._t = t
+        return changed
+
+    def seek_relative(self, seconds: float) -> bool:
+        return self.seek(self._t + seconds)
+
+    # --- feeding the sampler -------------------------------------------------------------
+
+    def _go_to(self, target: int) -> None:
+        gap = self._offsets[target] - self._offsets[self._pos]
+        if target > self._pos and gap <= REBUILD_WINDOW_S:
+            for i in range(self._pos + 1, target + 1):
+                self.sampler.ingest(self._snaps[i])
+        else:
+            self._rebuild(target)
+        self._pos = target
+
+    def _rebuild(self, target: int) -> None:
+        self.sampler.reset()
+        start = bisect.bisect_left(self._offsets, self._offsets[target] - REBUILD_WINDOW_S)
+        # Quiet catch-up: history and throttle tracker only (no listeners, see module doc).
+        # The player owns the sampler's feeding in replay mode, so no thread races here.
+        for s in self._snaps[start:target]:
+            self.sampler.history.append(s)
+            self.sampler.tracker.update(s.gpus, s.time, s.mono)
+        self.sampler.ingest(self._snaps[target])

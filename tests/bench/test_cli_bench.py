@@ -1,0 +1,212 @@
+"""`gputui bench ...` as a user runs it: a subprocess, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from gputui.bench import results
+
+from .test_results import make_doc
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch (the bench extra)")
+WAIT_S = 240.0
+TINY = ["--model", "resnet18", "--device", "cpu", "--image-size", "32", "--batch-size", "2",
+        "--warmup", "1"]
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GPUTUI_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+def gputui(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", *argv], capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, timeout=WAIT_S,
+    )
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("gputui: ")
+    assert fragment in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_list_table_and_json() -> None:
+    proc = gputui("bench", "list")
+    assert proc.returncode == 0, proc.stderr
+    assert "cnn-train" in proc.stdout and "matmul" in proc.stdout
+    proc = gputui("bench", "list", "--json")
+    catalog = json.loads(proc.stdout)
+    by_name = {b["name"]: b for b in catalog}
+    assert by_name["cnn-infer"]["default_model"] == "resnet18"
+    assert by_name["cnn-infer"]["defaults"]["cpu"]["batch_size"] > 0
+    assert all(b["description"] and "\n" not in b["description"] for b in catalog)
+
+
+def test_list_does_not_import_torch() -> None:
+    code = ("import sys; from gputui.cli import main; main(['bench', 'list', '--json']); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=WAIT_S)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["run", "nope"], "unknown benchmark 'nope'"),
+        (["run", "cnn-train", "--model", "resnet9000"], "unknown model 'resnet9000'"),
+        (["run", "cnn-train", "--batch-size", "0"], "--batch-size"),
+        (["run", "cnn-train", "--batch-size", "-3"], "--batch-size"),
+        (["run", "cnn-train", "--device", "cpu", "--precision", "fp16"], "fp16"),
+        (["run", "cnn-train", "--steps", "3", "--duration", "2"], "not allowed with"),
+        (["run", "cnn-train", "--device", "tpu"], "bad device"),
+        (["show", "20990101-000000-000-abcdef"], "no result with id"),
+        (["compare", "nope-a", "nope-b"], "no result with id 'nope-a'"),
+        (["export", "nope"], "no result with id"),
+        ([], "choose a bench command"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(argv: list[str], fragment: str) -> None:
+    proc = gputui("bench", *argv)
+    if not argv:
+        # `gputui bench` alone also prints its usage; the error is still the last line.
+        assert proc.returncode == 2
+        assert proc.stderr.strip().splitlines()[-1].startswith("gputui: ")
+        assert fragment in proc.stderr and "Traceback" not in proc.stderr
+        return
+    assert_usage_error(proc, fragment)
+
+
+def test_history_show_compare_export(data_dir: Path) -> None:
+    a = make_doc(throughput=100.0, batch=8, started="2025-01-01T00:00:00.000Z")
+    b = make_doc(throughput=125.0, batch=16, started="2025-01-02T00:00:00.000Z")
+    results.save(a)
+    results.save(b)
+
+    proc = gputui("bench", "history", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["id"] for r in json.loads(proc.stdout)] == [a["id"], b["id"]]
+    proc = gputui("bench", "history")
+    assert proc.returncode == 0 and a["id"][:15] in proc.stdout
+
+    proc = gputui("bench", "show", b["id"], "--json")
+    assert json.loads(proc.stdout)["id"] == b["id"]
+    proc = gputui("bench", "show", b["id"])
+    assert proc.returncode == 0 and "125" in proc.stdout
+
+    proc = gputui("bench", "compare", a["id"], b["id"], "--json")
+    cmp = json.loads(proc.stdout)
+    tp = next(m for m in cmp["metrics"] if m["name"] == "throughput (median)")
+    assert tp["ratio_b_over_a"] == pytest.approx(1.25)
+    assert any(s["name"] == "batch_size" and s["differs"] for s in cmp["settings"])
+    proc = gputui("bench", "compare", a["id"], b["id"])
+    assert proc.returncode == 0 and "1.250×" in proc.stdout and "batch_size" in proc.stdout
+
+    proc = gputui("bench", "export")
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert [r["id"] for r in rows] == [a["id"], b["id"]]
+    out = data_dir / "out.md"
+    proc = gputui("bench", "export", "--format", "markdown", "--output", str(out))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert out.read_text().count("\n") == 4
+
+
+def test_corrupt_result_file(data_dir: Path) -> None:
+    good = make_doc()
+    results.save(good)
+    bad = data_dir / "results" / "20250101-000000-000-badbad.json"
+    bad.write_text("{ not json")
+    proc = gputui("bench", "show", "20250101-000000-000-badbad")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0 and str(bad) in proc.stderr
+    proc = gputui("bench", "history", "--json")
+    assert proc.returncode == 0
+    assert [r["id"] for r in json.loads(proc.stdout)] == [good["id"]]
+    assert "warning" in proc.stderr and str(bad) in proc.stderr
+
+
+# --------------------------------------------------------------------------- real worker
+
+
+@needs_torch
+def test_run_json_prints_only_the_result(data_dir: Path) -> None:
+    out = data_dir / "copy.json"
+    proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "3", "--json",
+                  "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    assert doc["status"] == "ok" and doc["benchmark"] == "cnn-infer"
+    assert doc["throughput"]["median"] > 0
+    assert json.loads(out.read_text()) == doc
+    saved = data_dir / "results" / f"{doc['id']}.json"
+    assert json.loads(saved.read_text()) == doc
+
+
+@needs_torch
+def test_run_prints_a_summary(data_dir: Path) -> None:
+    proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "throughput" in proc.stdout and "saved" in proc.stdout
+
+
+@needs_torch
+def test_cuda_without_cuda_is_usage_error() -> None:
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=WAIT_S)
+    if probe.stdout.strip() == "True":
+        pytest.skip("this machine has CUDA")
+    proc = gputui("bench", "run", "cnn-infer", "--device", "cuda", "--steps", "1")
+    assert_usage_error(proc, "CUDA")
+    assert not (Path(os.environ["GPUTUI_DATA_DIR"]) / "results").exists() or not list(
+        (Path(os.environ["GPUTUI_DATA_DIR"]) / "results").iterdir())
+
+
+@needs_torch
+def test_ctrl_c_cancels_and_saves_a_partial_result(data_dir: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputui", "bench", "run", "cnn-infer", *TINY,
+         "--duration", "600", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+    )
+    try:
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + WAIT_S
+        workers: list[psutil.Process] = []
+        while not workers and time.monotonic() < deadline:
+            workers = parent.children()
+            time.sleep(0.05)
+        assert workers, "worker never started"
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    doc = json.loads(stdout)
+    assert doc["status"] == "cancelled"
+    hist = results.history()
+    assert [(d["id"], d["status"]) for d in hist.results] == [(doc["id"], "cancelled")]
+    for w in workers:
+        assert not w.is_running() or w.status() == psutil.STATUS_ZOMBIE

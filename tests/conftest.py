@@ -1,0 +1,102 @@
+"""Shared pytest fixtures: the fake NVML library (see tests/fakenvml/).
+
+* ``fake_nvml_lib`` (session): builds the fake ``libnvidia-ml.so.1``; has
+  ``.path``, ``.lib_dir`` and ``.env(scenario, stats_file=None)`` for running
+  the real ``gputui`` CLI in a subprocess.
+* ``fake_nvml`` (function): in-process; ``.use(scenario_or_dict, frozen_time=0.0)``
+  points the real ``pynvml`` at the fake library; ``.set_time(s)``,
+  ``.call_count()``, ``.reset_counts()``, ``.count_for(name)``.
+* ``no_nvml`` (function): ``pynvml`` cannot find any NVML library.
+* ``make_scenario`` (function): ``make_scenario({...}, name="scenario.conf") -> Path``
+  in the test's ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakenvml.harness import (
+    FakeNvml,
+    FakeNvmlLib,
+    build_library,
+    reset_pynvml,
+    write_scenario,
+)
+
+
+@pytest.fixture(scope="session")
+def fake_nvml_lib() -> FakeNvmlLib:
+    """The compiled fake library (cached in tests/fakenvml/build/<source hash>/)."""
+    try:
+        return build_library()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def fake_nvml(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[FakeNvml]:
+    """In-process fake NVML; call ``.use(scenario)`` before touching pynvml."""
+    reset_pynvml()
+    fake = FakeNvml(fake_nvml_lib, tmp_path)
+    fake.close()  # drop any nvmlInit reference a previous test leaked
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+class NoNvml:
+    """Returned by the ``no_nvml`` fixture."""
+
+    def __init__(self, natural: bool) -> None:
+        #: True when ``CDLL("libnvidia-ml.so.1")`` fails on its own (no driver
+        #: installed, as on CI); False when it had to be blocked in pynvml.
+        self.natural = natural
+
+
+def _refuse_cdll(real_cdll: Callable[..., Any]) -> Callable[..., Any]:
+    def cdll(name: Any, *args: Any, **kwargs: Any) -> Any:
+        base = os.path.basename(name) if isinstance(name, str) else ""
+        if base.startswith("libnvidia-ml") or base == "nvml.dll":
+            raise OSError(f"{name}: blocked by the no_nvml fixture")
+        return real_cdll(name, *args, **kwargs)
+
+    return cdll
+
+
+@pytest.fixture
+def no_nvml(monkeypatch: pytest.MonkeyPatch) -> Iterator[NoNvml]:
+    """pynvml has no library loaded and cannot load one (nvmlInit raises
+    ``NVMLError_LibraryNotFound``)."""
+    import pynvml
+
+    reset_pynvml()
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        natural = True
+    else:  # a real driver (or a leaked fake) is loadable: block it in pynvml
+        natural = False
+        monkeypatch.setattr(pynvml, "CDLL", _refuse_cdll(pynvml.CDLL))
+    assert pynvml.nvmlLib is None
+    assert not pynvml._nvmlGetFunctionPointer_cache
+    try:
+        yield NoNvml(natural)
+    finally:
+        reset_pynvml()
+
+
+@pytest.fixture
+def make_scenario(tmp_path: Path) -> Callable[..., Path]:
+    """``make_scenario({"gpu.0.temp_c": 80}, name="hot.conf") -> Path`` in tmp_path."""
+
+    def make(mapping: Mapping[str, Any], name: str = "scenario.conf") -> Path:
+        return write_scenario(tmp_path / name, mapping)
+
+    return make

@@ -1,0 +1,1882 @@
+/*
+ * fakenvml.c - a fake libnvidia-ml.so.1 for testing gputui without a GPU.
+ *
+ * Implements the subset of the NVML C API that gputui uses, with the exact
+ * struct layouts and enum values of nvml.h (NVML API 13).  Every value comes
+ * from a text "scenario" file (see tests/fakenvml/harness.py and the files in
+ * tests/fakenvml/scenarios/), can vary with time (sine waves, throttling
+ * episodes, a GPU falling off the bus) and any function can be made to return
+ * NOT_SUPPORTED or FUNCTION_NOT_FOUND.
+ *
+ * Build:
+ *   gcc -shared -fPIC -O2 -Wall -Werror -Wl,-soname,libnvidia-ml.so.1 \
+ *       -o libnvidia-ml.so.1 fakenvml.c -lm -lpthread
+ *
+ * Plain C99 + POSIX; no dependency beyond libc, libm and pthread.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------------ */
+/* Types and constants copied from nvml.h (layouts and values must match).  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum nvmlReturn_enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NO_PERMISSION = 4,
+    NVML_ERROR_ALREADY_INITIALIZED = 5,
+    NVML_ERROR_NOT_FOUND = 6,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_INSUFFICIENT_POWER = 8,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_TIMEOUT = 10,
+    NVML_ERROR_IRQ_ISSUE = 11,
+    NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+    NVML_ERROR_CORRUPTED_INFOROM = 14,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_RESET_REQUIRED = 16,
+    NVML_ERROR_OPERATING_SYSTEM = 17,
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+    NVML_ERROR_IN_USE = 19,
+    NVML_ERROR_MEMORY = 20,
+    NVML_ERROR_NO_DATA = 21,
+    NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
+    NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
+    NVML_ERROR_FREQ_NOT_SUPPORTED = 24,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+    NVML_ERROR_DEPRECATED = 26,
+    NVML_ERROR_NOT_READY = 27,
+    NVML_ERROR_GPU_NOT_FOUND = 28,
+    NVML_ERROR_INVALID_STATE = 29,
+    NVML_ERROR_RESET_TYPE_NOT_SUPPORTED = 30,
+    NVML_ERROR_UNKNOWN = 999
+} nvmlReturn_t;
+
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
+
+typedef struct nvmlPciInfo_st {
+    char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+    unsigned int pciDeviceId;
+    unsigned int pciSubSystemId;
+    char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfo_t;
+
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+typedef struct nvmlMemory_st {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct nvmlMemory_v2_st {
+    unsigned int version;
+    unsigned long long total;
+    unsigned long long reserved;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_v2_t;
+
+#define NVML_STRUCT_VERSION(data, ver) \
+    (unsigned int)(sizeof(nvml##data##_v##ver##_t) | ((unsigned int)(ver) << 24U))
+#define nvmlMemory_v2 NVML_STRUCT_VERSION(Memory, 2)
+
+typedef struct nvmlProcessInfo_v2_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_v2_t, nvmlProcessInfo_t;
+
+typedef struct nvmlViolationTime_st {
+    unsigned long long referenceTime; /* microseconds */
+    unsigned long long violationTime; /* nanoseconds */
+} nvmlViolationTime_t;
+
+typedef enum {
+    NVML_TEMPERATURE_GPU = 0,
+    NVML_TEMPERATURE_GPU_MAX = 1,
+    NVML_TEMPERATURE_COUNT
+} nvmlTemperatureSensors_t;
+
+typedef struct {
+    unsigned int version;
+    nvmlTemperatureSensors_t sensorType;
+    int temperature;
+} nvmlTemperature_v1_t;
+typedef nvmlTemperature_v1_t nvmlTemperature_t;
+#define nvmlTemperature_v1 NVML_STRUCT_VERSION(Temperature, 1)
+
+typedef enum {
+    NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+    NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+    NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2,
+    NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3,
+    NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN = 4,
+    NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR = 5,
+    NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX = 6,
+    NVML_TEMPERATURE_THRESHOLD_GPS_CURR = 7,
+    NVML_TEMPERATURE_THRESHOLD_COUNT
+} nvmlTemperatureThresholds_t;
+
+typedef enum {
+    NVML_CLOCK_GRAPHICS = 0,
+    NVML_CLOCK_SM = 1,
+    NVML_CLOCK_MEM = 2,
+    NVML_CLOCK_VIDEO = 3,
+    NVML_CLOCK_COUNT
+} nvmlClockType_t;
+
+typedef enum {
+    NVML_PSTATE_0 = 0,
+    NVML_PSTATE_15 = 15,
+    NVML_PSTATE_UNKNOWN = 32
+} nvmlPstates_t;
+
+typedef enum {
+    NVML_PCIE_UTIL_TX_BYTES = 0,
+    NVML_PCIE_UTIL_RX_BYTES = 1,
+    NVML_PCIE_UTIL_COUNT
+} nvmlPcieUtilCounter_t;
+
+typedef enum {
+    NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+    NVML_MEMORY_ERROR_TYPE_COUNT
+} nvmlMemoryErrorType_t;
+
+typedef enum {
+    NVML_VOLATILE_ECC = 0,
+    NVML_AGGREGATE_ECC = 1,
+    NVML_ECC_COUNTER_TYPE_COUNT
+} nvmlEccCounterType_t;
+
+typedef enum {
+    NVML_PERF_POLICY_POWER = 0,
+    NVML_PERF_POLICY_THERMAL = 1,
+    NVML_PERF_POLICY_SYNC_BOOST = 2,
+    NVML_PERF_POLICY_BOARD_LIMIT = 3,
+    NVML_PERF_POLICY_LOW_UTILIZATION = 4,
+    NVML_PERF_POLICY_RELIABILITY = 5,
+    NVML_PERF_POLICY_TOTAL_APP_CLOCKS = 10,
+    NVML_PERF_POLICY_TOTAL_BASE_CLOCKS = 11,
+    NVML_PERF_POLICY_COUNT
+} nvmlPerfPolicyType_t;
+
+/* Clock event ("throttle") reason bits. */
+#define REASON_GPU_IDLE 0x0000000000000001ULL
+#define REASON_APP_CLOCKS 0x0000000000000002ULL
+#define REASON_SW_POWER_CAP 0x0000000000000004ULL
+#define REASON_HW_SLOWDOWN 0x0000000000000008ULL
+#define REASON_SYNC_BOOST 0x0000000000000010ULL
+#define REASON_SW_THERMAL 0x0000000000000020ULL
+#define REASON_HW_THERMAL 0x0000000000000040ULL
+#define REASON_HW_POWER_BRAKE 0x0000000000000080ULL
+#define REASON_DISPLAY_CLOCK 0x0000000000000100ULL
+#define REASON_BOARD_LIMIT 0x0000000000000200ULL
+#define REASON_RELIABILITY 0x0000000000000400ULL
+
+#define NVML_VALUE_NOT_AVAILABLE_ULL 0xFFFFFFFFFFFFFFFFULL
+
+/* ------------------------------------------------------------------------ */
+/* Function table (for call counting and `not_found`).                     */
+/* ------------------------------------------------------------------------ */
+
+#define FAKENVML_FUNCS(X)                          \
+    X(nvmlInitWithFlags)                           \
+    X(nvmlInit_v2)                                 \
+    X(nvmlInit)                                    \
+    X(nvmlShutdown)                                \
+    X(nvmlSystemGetDriverVersion)                  \
+    X(nvmlSystemGetNVMLVersion)                    \
+    X(nvmlSystemGetCudaDriverVersion)              \
+    X(nvmlSystemGetCudaDriverVersion_v2)           \
+    X(nvmlDeviceGetCount_v2)                       \
+    X(nvmlDeviceGetCount)                          \
+    X(nvmlDeviceGetHandleByIndex_v2)               \
+    X(nvmlDeviceGetHandleByUUID)                   \
+    X(nvmlDeviceGetHandleByPciBusId_v2)            \
+    X(nvmlDeviceGetIndex)                          \
+    X(nvmlDeviceGetName)                           \
+    X(nvmlDeviceGetUUID)                           \
+    X(nvmlDeviceGetPciInfo_v3)                     \
+    X(nvmlDeviceGetMemoryInfo)                     \
+    X(nvmlDeviceGetMemoryInfo_v2)                  \
+    X(nvmlDeviceGetUtilizationRates)               \
+    X(nvmlDeviceGetPowerUsage)                     \
+    X(nvmlDeviceGetEnforcedPowerLimit)             \
+    X(nvmlDeviceGetPowerManagementLimit)           \
+    X(nvmlDeviceGetTemperature)                    \
+    X(nvmlDeviceGetTemperatureV)                   \
+    X(nvmlDeviceGetTemperatureThreshold)           \
+    X(nvmlDeviceGetFanSpeed)                       \
+    X(nvmlDeviceGetClockInfo)                      \
+    X(nvmlDeviceGetMaxClockInfo)                   \
+    X(nvmlDeviceGetPerformanceState)               \
+    X(nvmlDeviceGetCurrPcieLinkGeneration)         \
+    X(nvmlDeviceGetCurrPcieLinkWidth)              \
+    X(nvmlDeviceGetMaxPcieLinkGeneration)          \
+    X(nvmlDeviceGetMaxPcieLinkWidth)               \
+    X(nvmlDeviceGetPcieThroughput)                 \
+    X(nvmlDeviceGetTotalEnergyConsumption)         \
+    X(nvmlDeviceGetTotalEccErrors)                 \
+    X(nvmlDeviceGetCurrentClocksEventReasons)      \
+    X(nvmlDeviceGetCurrentClocksThrottleReasons)   \
+    X(nvmlDeviceGetViolationStatus)                \
+    X(nvmlDeviceGetComputeRunningProcesses_v3)     \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v3)    \
+    X(nvmlDeviceGetNumGpuCores)                    \
+    X(nvmlDeviceGetCudaComputeCapability)
+
+#define X_ENUM(n) FN_##n,
+enum { FAKENVML_FUNCS(X_ENUM) FN_COUNT };
+#undef X_ENUM
+#define X_NAME(n) #n,
+static const char *const FN_NAMES[FN_COUNT] = {FAKENVML_FUNCS(X_NAME)};
+#undef X_NAME
+
+/* ------------------------------------------------------------------------ */
+/* Scenario model                                                           */
+/* ------------------------------------------------------------------------ */
+
+#define MAX_DEVICES 64
+#define MAX_PROCS 256
+#define TWO_PI 6.283185307179586476925286766559
+
+enum {
+    F_MEM_TOTAL,
+    F_MEM_USED,
+    F_MEM_RESERVED,
+    F_UTIL_GPU,
+    F_UTIL_MEM,
+    F_POWER_MW,
+    F_POWER_LIMIT_MW,
+    F_TEMP_C,
+    F_TEMP_SLOWDOWN_C,
+    F_TEMP_SHUTDOWN_C,
+    F_TEMP_GPU_MAX_C,
+    F_FAN_PCT,
+    F_CLOCK_SM,
+    F_CLOCK_MEM,
+    F_CLOCK_GRAPHICS,
+    F_CLOCK_VIDEO,
+    F_CLOCK_SM_MAX,
+    F_CLOCK_MEM_MAX,
+    F_CLOCK_GRAPHICS_MAX,
+    F_CLOCK_VIDEO_MAX,
+    F_PSTATE,
+    F_ENERGY_MJ,
+    F_PCIE_GEN,
+    F_PCIE_WIDTH,
+    F_PCIE_GEN_MAX,
+    F_PCIE_WIDTH_MAX,
+    F_PCIE_RX,
+    F_PCIE_TX,
+    F_ECC_UNCORRECTED,
+    F_ECC_CORRECTED,
+    F_NUM_CORES,
+    F_CC_MAJOR,
+    F_CC_MINOR,
+    F_COUNT
+};
+
+static const struct {
+    const char *key;
+    double def;
+    int pct;   /* clamp to <= 100 */
+    int alias; /* when not set explicitly, follow this field (-1: none) */
+} FIELDS[F_COUNT] = {
+    [F_MEM_TOTAL] = {"mem_total", 85899345920.0, 0, -1},
+    [F_MEM_USED] = {"mem_used", 10737418240.0, 0, -1},
+    [F_MEM_RESERVED] = {"mem_reserved", 0.0, 0, -1},
+    [F_UTIL_GPU] = {"util_gpu", 35.0, 1, -1},
+    [F_UTIL_MEM] = {"util_mem", 20.0, 1, -1},
+    [F_POWER_MW] = {"power_mw", 250000.0, 0, -1},
+    [F_POWER_LIMIT_MW] = {"power_limit_mw", 400000.0, 0, -1},
+    [F_TEMP_C] = {"temp_c", 55.0, 0, -1},
+    [F_TEMP_SLOWDOWN_C] = {"temp_slowdown_c", 90.0, 0, -1},
+    [F_TEMP_SHUTDOWN_C] = {"temp_shutdown_c", 95.0, 0, -1},
+    [F_TEMP_GPU_MAX_C] = {"temp_gpu_max_c", 87.0, 0, -1},
+    [F_FAN_PCT] = {"fan_pct", 40.0, 1, -1},
+    [F_CLOCK_SM] = {"clock_sm_mhz", 1380.0, 0, -1},
+    [F_CLOCK_MEM] = {"clock_mem_mhz", 1593.0, 0, -1},
+    [F_CLOCK_GRAPHICS] = {"clock_graphics_mhz", 1380.0, 0, F_CLOCK_SM},
+    [F_CLOCK_VIDEO] = {"clock_video_mhz", 1275.0, 0, -1},
+    [F_CLOCK_SM_MAX] = {"clock_sm_max_mhz", 1410.0, 0, -1},
+    [F_CLOCK_MEM_MAX] = {"clock_mem_max_mhz", 1593.0, 0, -1},
+    [F_CLOCK_GRAPHICS_MAX] = {"clock_graphics_max_mhz", 1410.0, 0, F_CLOCK_SM_MAX},
+    [F_CLOCK_VIDEO_MAX] = {"clock_video_max_mhz", 1290.0, 0, -1},
+    [F_PSTATE] = {"pstate", 0.0, 0, -1},
+    [F_ENERGY_MJ] = {"energy_mj", 1000000.0, 0, -1},
+    [F_PCIE_GEN] = {"pcie_gen", 4.0, 0, -1},
+    [F_PCIE_WIDTH] = {"pcie_width", 16.0, 0, -1},
+    [F_PCIE_GEN_MAX] = {"pcie_gen_max", 4.0, 0, -1},
+    [F_PCIE_WIDTH_MAX] = {"pcie_width_max", 16.0, 0, -1},
+    [F_PCIE_RX] = {"pcie_rx_kbps", 20000.0, 0, -1},
+    [F_PCIE_TX] = {"pcie_tx_kbps", 10000.0, 0, -1},
+    [F_ECC_UNCORRECTED] = {"ecc_uncorrected", 0.0, 0, -1},
+    [F_ECC_CORRECTED] = {"ecc_corrected", 0.0, 0, -1},
+    [F_NUM_CORES] = {"num_cores", 6912.0, 0, -1},
+    [F_CC_MAJOR] = {"cc_major", 8.0, 0, -1},
+    [F_CC_MINOR] = {"cc_minor", 0.0, 0, -1},
+};
+
+/* Features that can be listed in gpu.N.unsupported. */
+enum {
+    U_UTIL,
+    U_MEMORY,
+    U_POWER,
+    U_POWER_LIMIT,
+    U_TEMPERATURE,
+    U_TEMP_THRESHOLDS,
+    U_FAN,
+    U_CLOCKS,
+    U_MAX_CLOCKS,
+    U_PSTATE,
+    U_ENERGY,
+    U_PCIE_LINK,
+    U_PCIE_THROUGHPUT,
+    U_ECC,
+    U_THROTTLE,
+    U_VIOLATION,
+    U_PROCESSES,
+    U_GRAPHICS_PROCESSES,
+    U_NUM_CORES,
+    U_CUDA_CC,
+    U_COUNT,
+    U_NONE = -1
+};
+static const char *const U_NAMES[U_COUNT] = {
+    "util",       "memory",   "power",      "power_limit",     "temperature",
+    "temp_thresholds", "fan", "clocks",     "max_clocks",      "pstate",
+    "energy",     "pcie_link", "pcie_throughput", "ecc",       "throttle",
+    "violation",  "processes", "graphics_processes", "num_cores", "cuda_cc",
+};
+
+typedef struct {
+    double base, amp, period; /* value = base + amp*sin(2*pi*t/period) */
+} wave_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long mem;
+} proc_t;
+
+typedef struct {
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    char bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+    unsigned int pci_domain, pci_bus, pci_device, pci_function;
+    unsigned int pci_device_id, pci_subsystem_id;
+    wave_t f[F_COUNT];
+    unsigned char fset[F_COUNT];
+    wave_t dur[F_COUNT];
+    unsigned char dset[F_COUNT];
+    unsigned long long throttle;
+    unsigned long long dur_throttle;
+    int dur_throttle_set;
+    double thr_from, thr_until, lost_from; /* HUGE_VAL = never */
+    int call_delay_ms;                     /* -1 = use the global value */
+    int handle_error;
+    unsigned long unsupported; /* bit mask of U_* */
+    int nprocs, ngprocs;
+    proc_t procs[MAX_PROCS];
+    proc_t gprocs[MAX_PROCS];
+} fdev_t;
+
+typedef struct {
+    char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    char nvml_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    int cuda_driver_version;
+    int init_error;
+    int device_count;
+    int call_delay_ms;
+    unsigned char not_found[FN_COUNT];
+    fdev_t dev[MAX_DEVICES];
+} scenario_t;
+
+struct nvmlDevice_st {
+    unsigned int index;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Global state (guarded by g_lock)                                         */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static scenario_t *g_scen = NULL; /* NULL: nothing loaded yet */
+static struct nvmlDevice_st g_handles[MAX_DEVICES];
+static int g_refcount = 0;
+static double g_t0 = 0.0;         /* monotonic seconds at load */
+static double g_frozen = -1.0;    /* >= 0: frozen time */
+static unsigned long long g_total_calls = 0;
+static unsigned long long g_counts[FN_COUNT];
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cur_time(void)
+{
+    if (g_frozen >= 0.0)
+        return g_frozen;
+    double t = mono_now() - g_t0;
+    return t < 0.0 ? 0.0 : t;
+}
+
+static void sleep_ms(int ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scenario parsing                                                         */
+/* ------------------------------------------------------------------------ */
+
+static void set_bus_id(fdev_t *d, unsigned dom, unsigned bus, unsigned dev, unsigned fn)
+{
+    d->pci_domain = dom;
+    d->pci_bus = bus & 0xFF;
+    d->pci_device = dev & 0x1F;
+    d->pci_function = fn & 0x7;
+    snprintf(d->bus_id, sizeof d->bus_id, "%08X:%02X:%02X.%X", d->pci_domain, d->pci_bus,
+             d->pci_device, d->pci_function);
+}
+
+static int parse_bus_id(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
+{
+    unsigned a, b, c, e;
+    char tail;
+    if (sscanf(s, "%x:%x:%x.%x%c", &a, &b, &c, &e, &tail) == 4) {
+        *dom = a, *bus = b, *dev = c, *fn = e;
+        return 0;
+    }
+    if (sscanf(s, "%x:%x.%x%c", &b, &c, &e, &tail) == 3) {
+        *dom = 0, *bus = b, *dev = c, *fn = e;
+        return 0;
+    }
+    return -1;
+}
+
+static void device_defaults(fdev_t *d, int i)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "NVIDIA A100-SXM4-80GB");
+    snprintf(d->uuid, sizeof d->uuid, "GPU-00000000-0000-0000-0000-%012x", (unsigned)i);
+    set_bus_id(d, 0, (unsigned)(0x10 + i), 0, 0);
+    d->pci_device_id = 0x20B210DEu;
+    d->pci_subsystem_id = 0x147F10DEu;
+    for (int f = 0; f < F_COUNT; f++) {
+        d->f[f].base = FIELDS[f].def;
+        d->f[f].amp = 0.0;
+        d->f[f].period = 0.0;
+    }
+    d->thr_from = HUGE_VAL;
+    d->thr_until = HUGE_VAL;
+    d->lost_from = HUGE_VAL;
+    d->call_delay_ms = -1;
+}
+
+static void scenario_defaults(scenario_t *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->driver_version, sizeof s->driver_version, "550.54.15");
+    snprintf(s->nvml_version, sizeof s->nvml_version, "12.550.54.15");
+    s->cuda_driver_version = 12040;
+    s->device_count = 2;
+    for (int i = 0; i < MAX_DEVICES; i++)
+        device_defaults(&s->dev[i], i);
+}
+
+static char *trim(char *s)
+{
+    while (*s && isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    /* strip one level of matching quotes */
+    size_t n = strlen(s);
+    if (n >= 2 && ((s[0] == '"' && s[n - 1] == '"') || (s[0] == '\'' && s[n - 1] == '\''))) {
+        s[n - 1] = '\0';
+        s++;
+    }
+    return s;
+}
+
+static int parse_double(const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || errno == ERANGE)
+        return -1;
+    while (*end && isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_ll(const char *v, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 0);
+    if (end == v || errno == ERANGE)
+        return -1;
+    while (*end && isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_ull(const char *v, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    while (*v && isspace((unsigned char)*v))
+        v++;
+    if (*v == '-')
+        return -1;
+    unsigned long long x = strtoull(v, &end, 0);
+    if (end == v || errno == ERANGE)
+        return -1;
+    while (*end && isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* "AMPLITUDE,PERIOD_S" */
+static int parse_wave(const char *v, wave_t *w)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *comma = strchr(buf, ',');
+    if (!comma)
+        return -1;
+    *comma = '\0';
+    double a, p;
+    if (parse_double(trim(buf), &a) || parse_double(trim(comma + 1), &p) || p <= 0.0)
+        return -1;
+    w->amp = a;
+    w->period = p;
+    return 0;
+}
+
+/* "pid:mem,pid:mem"; mem may be "na" (NVML_VALUE_NOT_AVAILABLE); bare pid = 0 bytes. */
+static int parse_procs(char *v, proc_t *out, int *n)
+{
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(v, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok = trim(tok);
+        if (!*tok)
+            continue;
+        if (*n >= MAX_PROCS)
+            return -1;
+        char *colon = strchr(tok, ':');
+        unsigned long long pid, mem = 0;
+        if (colon)
+            *colon = '\0';
+        if (parse_ull(trim(tok), &pid) || pid > 0xFFFFFFFFull)
+            return -1;
+        if (colon) {
+            char *m = trim(colon + 1);
+            if (!strcasecmp(m, "na") || !strcasecmp(m, "none"))
+                mem = NVML_VALUE_NOT_AVAILABLE_ULL;
+            else if (parse_ull(m, &mem))
+                return -1;
+        }
+        out[*n].pid = (unsigned int)pid;
+        out[*n].mem = mem;
+        (*n)++;
+    }
+    return 0;
+}
+
+static int field_index(const char *key)
+{
+    for (int f = 0; f < F_COUNT; f++)
+        if (!strcmp(FIELDS[f].key, key))
+            return f;
+    return -1;
+}
+
+static int fn_index(const char *name)
+{
+    for (int i = 0; i < FN_COUNT; i++)
+        if (!strcmp(FN_NAMES[i], name))
+            return i;
+    return -1;
+}
+
+#define WARN(...)                                       \
+    do {                                                \
+        fprintf(stderr, "fakenvml: warning: " __VA_ARGS__); \
+        fputc('\n', stderr);                            \
+    } while (0)
+
+/* Per-device key.  Returns 0 if handled, 1 if unknown key, -1 if bad value. */
+static int apply_device_key(fdev_t *d, const char *key, char *val)
+{
+    int f;
+    if (!strcmp(key, "name")) {
+        snprintf(d->name, sizeof d->name, "%s", val);
+        return 0;
+    }
+    if (!strcmp(key, "uuid")) {
+        snprintf(d->uuid, sizeof d->uuid, "%s", val);
+        return 0;
+    }
+    if (!strcmp(key, "pci_bus_id")) {
+        unsigned a, b, c, e;
+        if (parse_bus_id(val, &a, &b, &c, &e))
+            return -1;
+        set_bus_id(d, a, b, c, e);
+        return 0;
+    }
+    if (!strcmp(key, "pci_device_id") || !strcmp(key, "pci_subsystem_id")) {
+        unsigned long long x;
+        if (parse_ull(val, &x) || x > 0xFFFFFFFFull)
+            return -1;
+        if (key[4] == 'd')
+            d->pci_device_id = (unsigned)x;
+        else
+            d->pci_subsystem_id = (unsigned)x;
+        return 0;
+    }
+    if (!strcmp(key, "throttle_reasons") || !strcmp(key, "during.throttle_reasons")) {
+        unsigned long long x;
+        if (parse_ull(val, &x))
+            return -1;
+        if (key[0] == 'd') {
+            d->dur_throttle = x;
+            d->dur_throttle_set = 1;
+        } else {
+            d->throttle = x;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "throttle_from_s") || !strcmp(key, "throttle_until_s") ||
+        !strcmp(key, "lost_from_s")) {
+        double x;
+        if (parse_double(val, &x))
+            return -1;
+        if (!strcmp(key, "throttle_from_s"))
+            d->thr_from = x;
+        else if (!strcmp(key, "throttle_until_s"))
+            d->thr_until = x;
+        else
+            d->lost_from = x;
+        return 0;
+    }
+    if (!strcmp(key, "call_delay_ms") || !strcmp(key, "handle_error")) {
+        long long x;
+        if (parse_ll(val, &x) || x < 0 || x > 1000000)
+            return -1;
+        if (key[0] == 'c')
+            d->call_delay_ms = (int)x;
+        else
+            d->handle_error = (int)x;
+        return 0;
+    }
+    if (!strcmp(key, "processes") || !strcmp(key, "graphics_processes")) {
+        if (key[0] == 'p')
+            return parse_procs(val, d->procs, &d->nprocs) ? -1 : 0;
+        return parse_procs(val, d->gprocs, &d->ngprocs) ? -1 : 0;
+    }
+    if (!strcmp(key, "unsupported")) {
+        char *save = NULL;
+        d->unsupported = 0;
+        for (char *tok = strtok_r(val, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            tok = trim(tok);
+            if (!*tok)
+                continue;
+            int u;
+            for (u = 0; u < U_COUNT; u++)
+                if (!strcmp(U_NAMES[u], tok))
+                    break;
+            if (u == U_COUNT)
+                WARN("unknown feature '%s' in unsupported list (ignored)", tok);
+            else
+                d->unsupported |= 1UL << u;
+        }
+        return 0;
+    }
+
+    /* numeric fields: KEY, KEY.wave, during.KEY, during.KEY.wave */
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", key);
+    int during = 0, wave = 0;
+    char *k = buf;
+    if (!strncmp(k, "during.", 7)) {
+        during = 1;
+        k += 7;
+    }
+    size_t n = strlen(k);
+    if (n > 5 && !strcmp(k + n - 5, ".wave")) {
+        wave = 1;
+        k[n - 5] = '\0';
+    }
+    f = field_index(k);
+    if (f < 0)
+        return 1;
+    wave_t *w = during ? &d->dur[f] : &d->f[f];
+    unsigned char *set = during ? &d->dset[f] : &d->fset[f];
+    if (wave) {
+        if (parse_wave(val, w))
+            return -1;
+        if (during && !*set)
+            *set = 2; /* during wave without a during base: resolved after parsing */
+        return 0;
+    }
+    double x;
+    if (parse_double(val, &x))
+        return -1;
+    w->base = x;
+    *set = 1;
+    return 0;
+}
+
+/* Returns 0 on success, -1 on error (message printed). */
+static int parse_scenario_file(const char *path, scenario_t *s)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "fakenvml: cannot read scenario '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    scenario_defaults(s);
+    int explicit_count = -1, max_gpu = -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0;
+    while ((len = getline(&line, &cap, fp)) >= 0) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *l = trim(line);
+        if (!*l)
+            continue;
+        char *eq = strchr(l, '=');
+        if (!eq) {
+            WARN("%s:%d: expected 'key = value', got '%s' (ignored)", path, lineno, l);
+            continue;
+        }
+        *eq = '\0';
+        char *key = trim(l);
+        char *val = trim(eq + 1);
+        int rc = 0;
+
+        if (!strcmp(key, "driver_version")) {
+            snprintf(s->driver_version, sizeof s->driver_version, "%s", val);
+        } else if (!strcmp(key, "nvml_version")) {
+            snprintf(s->nvml_version, sizeof s->nvml_version, "%s", val);
+        } else if (!strcmp(key, "cuda_driver_version") || !strcmp(key, "init_error") ||
+                   !strcmp(key, "device_count") || !strcmp(key, "call_delay_ms")) {
+            long long x;
+            if (parse_ll(val, &x) || x < 0 || x > 0x7FFFFFFF) {
+                rc = -1;
+            } else if (!strcmp(key, "cuda_driver_version")) {
+                s->cuda_driver_version = (int)x;
+            } else if (!strcmp(key, "init_error")) {
+                s->init_error = (int)x;
+            } else if (!strcmp(key, "call_delay_ms")) {
+                s->call_delay_ms = (int)x;
+            } else {
+                if (x > MAX_DEVICES) {
+                    WARN("%s:%d: device_count %lld > %d, clamped", path, lineno, x, MAX_DEVICES);
+                    x = MAX_DEVICES;
+                }
+                explicit_count = (int)x;
+            }
+        } else if (!strcmp(key, "not_found")) {
+            char *save = NULL;
+            memset(s->not_found, 0, sizeof s->not_found);
+            for (char *tok = strtok_r(val, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                tok = trim(tok);
+                if (!*tok)
+                    continue;
+                int i = fn_index(tok);
+                if (i < 0)
+                    WARN("%s:%d: not_found: '%s' is not implemented by fakenvml (ignored)",
+                         path, lineno, tok);
+                else
+                    s->not_found[i] = 1;
+            }
+        } else if (!strncmp(key, "gpu.", 4)) {
+            char *end;
+            long idx = strtol(key + 4, &end, 10);
+            if (end == key + 4 || *end != '.' || idx < 0 || idx >= MAX_DEVICES) {
+                rc = 1;
+            } else {
+                rc = apply_device_key(&s->dev[idx], end + 1, val);
+                if (rc == 0 && idx > max_gpu)
+                    max_gpu = (int)idx;
+            }
+        } else {
+            rc = 1;
+        }
+        if (rc == 1)
+            WARN("%s:%d: unknown key '%s' (ignored)", path, lineno, key);
+        else if (rc < 0)
+            WARN("%s:%d: bad value '%s' for key '%s' (ignored)", path, lineno, val, key);
+    }
+    int read_error = ferror(fp) ? errno : 0;
+    free(line);
+    fclose(fp);
+    if (read_error) {
+        fprintf(stderr, "fakenvml: cannot read scenario '%s': %s\n", path, strerror(read_error));
+        return -1;
+    }
+    for (int i = 0; i < MAX_DEVICES; i++)
+        for (int f = 0; f < F_COUNT; f++)
+            if (s->dev[i].dset[f] == 2)
+                s->dev[i].dur[f].base = s->dev[i].f[f].base;
+    if (explicit_count >= 0)
+        s->device_count = explicit_count;
+    else if (max_gpu >= 0)
+        s->device_count = max_gpu + 1;
+    else
+        s->device_count = 2;
+    return 0;
+}
+
+/* Load (path != NULL and non-empty) or the built-in default.  Caller holds no lock. */
+static int load_scenario(const char *path)
+{
+    scenario_t *s = malloc(sizeof *s);
+    if (!s) {
+        fprintf(stderr, "fakenvml: out of memory\n");
+        return -1;
+    }
+    if (path && *path) {
+        if (parse_scenario_file(path, s)) {
+            free(s);
+            return -1;
+        }
+    } else {
+        scenario_defaults(s);
+    }
+    pthread_mutex_lock(&g_lock);
+    scenario_t *old = g_scen;
+    g_scen = s;
+    g_t0 = mono_now();
+    g_frozen = -1.0;
+    g_total_calls = 0;
+    memset(g_counts, 0, sizeof g_counts);
+    pthread_mutex_unlock(&g_lock);
+    free(old);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Value evaluation                                                         */
+/* ------------------------------------------------------------------------ */
+
+static int in_episode(const fdev_t *d, double t)
+{
+    return t >= d->thr_from && t < d->thr_until;
+}
+
+static double wave_eval(const wave_t *w, double t)
+{
+    double v = w->base;
+    if (w->period > 0.0 && w->amp != 0.0)
+        v += w->amp * sin(TWO_PI * t / w->period);
+    return v;
+}
+
+static double raw_value(const fdev_t *d, int f, double t)
+{
+    if (d->dset[f] && in_episode(d, t))
+        return wave_eval(&d->dur[f], t);
+    if (!d->fset[f] && FIELDS[f].alias >= 0)
+        return raw_value(d, FIELDS[f].alias, t);
+    return wave_eval(&d->f[f], t);
+}
+
+static unsigned long long value(const fdev_t *d, int f, double t)
+{
+    double v = floor(raw_value(d, f, t) + 0.5);
+    if (!(v > 0.0)) /* also catches NaN */
+        return 0;
+    if (FIELDS[f].pct && v > 100.0)
+        return 100;
+    if (v >= 18446744073709551615.0)
+        return 0xFFFFFFFFFFFFFFFFULL;
+    return (unsigned long long)v;
+}
+
+static unsigned int uvalue(const fdev_t *d, int f, double t)
+{
+    unsigned long long v = value(d, f, t);
+    return v > 0xFFFFFFFFull ? 0xFFFFFFFFu : (unsigned int)v;
+}
+
+/* Integral of a wave over [a, b]. */
+static double wave_integral(const wave_t *w, double a, double b)
+{
+    if (b <= a)
+        return 0.0;
+    double r = w->base * (b - a);
+    if (w->period > 0.0 && w->amp != 0.0)
+        r -= w->amp * w->period / TWO_PI *
+             (cos(TWO_PI * b / w->period) - cos(TWO_PI * a / w->period));
+    return r;
+}
+
+static double overlap(double a0, double a1, double b0, double b1)
+{
+    double lo = a0 > b0 ? a0 : b0;
+    double hi = a1 < b1 ? a1 : b1;
+    return hi > lo ? hi - lo : 0.0;
+}
+
+/* energy_mj + integral of power (mW) over [0, t] seconds = mJ */
+static unsigned long long energy_mj(const fdev_t *d, double t)
+{
+    double e = d->f[F_ENERGY_MJ].base;
+    const wave_t *p = &d->f[F_POWER_MW];
+    if (d->dset[F_POWER_MW] && d->thr_from < t) {
+        double from = d->thr_from > 0.0 ? d->thr_from : 0.0;
+        double until = d->thr_until < t ? d->thr_until : t;
+        e += wave_integral(p, 0.0, from);
+        e += wave_integral(&d->dur[F_POWER_MW], from, until);
+        e += wave_integral(p, until, t);
+    } else {
+        e += wave_integral(p, 0.0, t);
+    }
+    e = floor(e);
+    return e > 0.0 ? (unsigned long long)e : 0ULL;
+}
+
+static unsigned long long reasons(const fdev_t *d, double t)
+{
+    if (d->dur_throttle_set && in_episode(d, t))
+        return d->dur_throttle;
+    return d->throttle;
+}
+
+/* Seconds in [0, t] during which the reason mask intersected `bits`. */
+static double violation_seconds(const fdev_t *d, double t, unsigned long long bits)
+{
+    double in_ep = overlap(0.0, t, d->thr_from, d->thr_until);
+    double out_ep = t - in_ep;
+    unsigned long long dmask = d->dur_throttle_set ? d->dur_throttle : d->throttle;
+    double s = 0.0;
+    if (d->throttle & bits)
+        s += out_ep;
+    if (dmask & bits)
+        s += in_ep;
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Call prologues                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Lock, count the call, check not_found and init.  On failure unlocks. */
+static nvmlReturn_t enter(int fn)
+{
+    pthread_mutex_lock(&g_lock);
+    g_total_calls++;
+    g_counts[fn]++;
+    if (g_scen && g_scen->not_found[fn]) {
+        pthread_mutex_unlock(&g_lock);
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    }
+    if (!g_scen || g_refcount <= 0) {
+        pthread_mutex_unlock(&g_lock);
+        return NVML_ERROR_UNINITIALIZED;
+    }
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t leave(nvmlReturn_t rc)
+{
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+static int handle_index(nvmlDevice_t h)
+{
+    if (!h || h < &g_handles[0] || h >= &g_handles[MAX_DEVICES])
+        return -1;
+    int i = (int)(h - &g_handles[0]);
+    if (i >= g_scen->device_count)
+        return -1;
+    return i;
+}
+
+/* Called with the lock held and the device index valid: applies call_delay
+ * (sleeping without the lock), then the lost check.  On failure unlocks. */
+static nvmlReturn_t device_gate(int idx, double *t)
+{
+    fdev_t *d = &g_scen->dev[idx];
+    int delay = d->call_delay_ms >= 0 ? d->call_delay_ms : g_scen->call_delay_ms;
+    if (delay > 0) {
+        pthread_mutex_unlock(&g_lock);
+        sleep_ms(delay);
+        pthread_mutex_lock(&g_lock);
+        if (!g_scen || g_refcount <= 0)
+            return leave(NVML_ERROR_UNINITIALIZED);
+        if (idx >= g_scen->device_count)
+            return leave(NVML_ERROR_INVALID_ARGUMENT);
+        d = &g_scen->dev[idx];
+    }
+    *t = cur_time();
+    if (*t >= d->lost_from)
+        return leave(NVML_ERROR_GPU_IS_LOST);
+    return NVML_SUCCESS;
+}
+
+/* Full prologue for nvmlDevice* calls taking a handle. */
+static nvmlReturn_t dev_enter(int fn, nvmlDevice_t h, int feature, fdev_t **dout, double *t)
+{
+    nvmlReturn_t rc = enter(fn);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    int idx = handle_index(h);
+    if (idx < 0)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    rc = device_gate(idx, t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    fdev_t *d = &g_scen->dev[idx];
+    if (feature >= 0 && (d->unsupported & (1UL << feature)))
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    *dout = d;
+    return NVML_SUCCESS;
+}
+
+#define DEV_PROLOGUE(name, feature)                                         \
+    fdev_t *d = NULL;                                                       \
+    double t = 0.0;                                                         \
+    {                                                                       \
+        nvmlReturn_t rc_ = dev_enter(FN_##name, device, (feature), &d, &t); \
+        if (rc_ != NVML_SUCCESS)                                            \
+            return rc_;                                                     \
+    }
+
+static nvmlReturn_t put_str(char *buf, unsigned int length, const char *s)
+{
+    if (!buf)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    size_t n = strlen(s);
+    if ((size_t)length < n + 1)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(buf, s, n + 1);
+    return NVML_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stats file                                                               */
+/* ------------------------------------------------------------------------ */
+
+static void write_stats_file(void)
+{
+    const char *path = getenv("FAKENVML_STATS_FILE");
+    if (!path || !*path)
+        return;
+    unsigned long long counts[FN_COUNT], total;
+    pthread_mutex_lock(&g_lock);
+    total = g_total_calls;
+    memcpy(counts, g_counts, sizeof counts);
+    pthread_mutex_unlock(&g_lock);
+
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 64);
+    if (!tmp)
+        return;
+    snprintf(tmp, plen + 64, "%s.tmp.%ld", path, (long)getpid());
+    FILE *fp = fopen(tmp, "w");
+    if (!fp) {
+        fprintf(stderr, "fakenvml: cannot write stats file '%s': %s\n", tmp, strerror(errno));
+        free(tmp);
+        return;
+    }
+    fprintf(fp, "calls=%llu\n", total);
+    for (int i = 0; i < FN_COUNT; i++)
+        if (counts[i])
+            fprintf(fp, "%s=%llu\n", FN_NAMES[i], counts[i]);
+    if (fclose(fp) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "fakenvml: cannot write stats file '%s': %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+}
+
+__attribute__((destructor)) static void fakenvml_fini(void)
+{
+    write_stats_file();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Test hooks (not NVML)                                                    */
+/* ------------------------------------------------------------------------ */
+
+EXPORT int fakenvml_load(const char *path)
+{
+    return load_scenario(path) ? -1 : 0;
+}
+
+EXPORT void fakenvml_set_time(double seconds)
+{
+    pthread_mutex_lock(&g_lock);
+    if (seconds < 0.0) {
+        /* unfreeze, continuing from the frozen time */
+        if (g_frozen >= 0.0)
+            g_t0 = mono_now() - g_frozen;
+        g_frozen = -1.0;
+    } else {
+        g_frozen = seconds;
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+EXPORT double fakenvml_get_time(void)
+{
+    pthread_mutex_lock(&g_lock);
+    double t = cur_time();
+    pthread_mutex_unlock(&g_lock);
+    return t;
+}
+
+EXPORT unsigned long long fakenvml_call_count(void)
+{
+    pthread_mutex_lock(&g_lock);
+    unsigned long long n = g_total_calls;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+EXPORT void fakenvml_reset_counts(void)
+{
+    pthread_mutex_lock(&g_lock);
+    g_total_calls = 0;
+    memset(g_counts, 0, sizeof g_counts);
+    pthread_mutex_unlock(&g_lock);
+}
+
+EXPORT unsigned long long fakenvml_call_count_for(const char *fn_name)
+{
+    if (!fn_name)
+        return 0;
+    int i = fn_index(fn_name);
+    if (i < 0)
+        return 0;
+    pthread_mutex_lock(&g_lock);
+    unsigned long long n = g_counts[i];
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+EXPORT int fakenvml_init_refcount(void)
+{
+    pthread_mutex_lock(&g_lock);
+    int n = g_refcount;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+/* Drop every nvmlInit reference (test isolation). */
+EXPORT void fakenvml_force_shutdown(void)
+{
+    pthread_mutex_lock(&g_lock);
+    g_refcount = 0;
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: init / shutdown / errors / system                                  */
+/* ------------------------------------------------------------------------ */
+
+static nvmlReturn_t do_init(int fn)
+{
+    pthread_mutex_lock(&g_lock);
+    int loaded = g_scen != NULL;
+    pthread_mutex_unlock(&g_lock);
+    if (!loaded) {
+        const char *path = getenv("FAKENVML_SCENARIO");
+        if (load_scenario(path)) {
+            pthread_mutex_lock(&g_lock);
+            g_total_calls++;
+            g_counts[fn]++;
+            pthread_mutex_unlock(&g_lock);
+            return NVML_ERROR_UNKNOWN;
+        }
+    }
+    pthread_mutex_lock(&g_lock);
+    g_total_calls++;
+    g_counts[fn]++;
+    if (g_scen->not_found[fn])
+        return leave(NVML_ERROR_FUNCTION_NOT_FOUND);
+    if (g_scen->init_error != 0)
+        return leave((nvmlReturn_t)g_scen->init_error);
+    g_refcount++;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+    (void)flags;
+    return do_init(FN_nvmlInitWithFlags);
+}
+
+EXPORT nvmlReturn_t nvmlInit_v2(void)
+{
+    return do_init(FN_nvmlInit_v2);
+}
+
+EXPORT nvmlReturn_t nvmlInit(void)
+{
+    return do_init(FN_nvmlInit);
+}
+
+EXPORT nvmlReturn_t nvmlShutdown(void)
+{
+    pthread_mutex_lock(&g_lock);
+    g_total_calls++;
+    g_counts[FN_nvmlShutdown]++;
+    nvmlReturn_t rc = NVML_SUCCESS;
+    if (g_refcount <= 0)
+        rc = NVML_ERROR_UNINITIALIZED;
+    else
+        g_refcount--;
+    pthread_mutex_unlock(&g_lock);
+    write_stats_file();
+    return rc;
+}
+
+EXPORT const char *nvmlErrorString(nvmlReturn_t result)
+{
+    switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+    case NVML_ERROR_OPERATING_SYSTEM: return "The operating system has blocked the request.";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_MEMORY: return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA: return "No data";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+        return "The requested vgpu operation is not available on target device, because ECC is "
+               "enabled";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "Frequency not supported";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Version mismatch";
+    case NVML_ERROR_DEPRECATED: return "Deprecated";
+    case NVML_ERROR_NOT_READY: return "System not ready";
+    case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
+    case NVML_ERROR_INVALID_STATE: return "Invalid state";
+    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED: return "Reset type not supported";
+    case NVML_ERROR_UNKNOWN: return "Unknown Error";
+    default: return "Unknown Error";
+    }
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    nvmlReturn_t rc = enter(FN_nvmlSystemGetDriverVersion);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    return leave(put_str(version, length, g_scen->driver_version));
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+    nvmlReturn_t rc = enter(FN_nvmlSystemGetNVMLVersion);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    return leave(put_str(version, length, g_scen->nvml_version));
+}
+
+static nvmlReturn_t cuda_version(int fn, int *v)
+{
+    nvmlReturn_t rc = enter(fn);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!v)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *v = g_scen->cuda_driver_version;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+{
+    return cuda_version(FN_nvmlSystemGetCudaDriverVersion, cudaDriverVersion);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+{
+    return cuda_version(FN_nvmlSystemGetCudaDriverVersion_v2, cudaDriverVersion);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: enumeration                                                        */
+/* ------------------------------------------------------------------------ */
+
+static nvmlReturn_t get_count(int fn, unsigned int *count)
+{
+    nvmlReturn_t rc = enter(fn);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!count)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *count = (unsigned int)g_scen->device_count;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+    return get_count(FN_nvmlDeviceGetCount_v2, deviceCount);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
+{
+    return get_count(FN_nvmlDeviceGetCount, deviceCount);
+}
+
+/* With the lock held and idx valid: delay, lost, hand out the handle. */
+static nvmlReturn_t give_handle(int idx, nvmlDevice_t *device)
+{
+    double t;
+    nvmlReturn_t rc = device_gate(idx, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    *device = &g_handles[idx];
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    nvmlReturn_t rc = enter(FN_nvmlDeviceGetHandleByIndex_v2);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!device || index >= (unsigned int)g_scen->device_count)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (g_scen->dev[index].handle_error)
+        return leave((nvmlReturn_t)g_scen->dev[index].handle_error);
+    return give_handle((int)index, device);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+{
+    nvmlReturn_t rc = enter(FN_nvmlDeviceGetHandleByUUID);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!uuid || !device)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    for (int i = 0; i < g_scen->device_count; i++)
+        if (!strcmp(g_scen->dev[i].uuid, uuid))
+            return give_handle(i, device);
+    return leave(NVML_ERROR_NOT_FOUND);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
+{
+    nvmlReturn_t rc = enter(FN_nvmlDeviceGetHandleByPciBusId_v2);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    unsigned dom, bus, dev, fn;
+    if (!pciBusId || !device || parse_bus_id(pciBusId, &dom, &bus, &dev, &fn))
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    for (int i = 0; i < g_scen->device_count; i++) {
+        const fdev_t *d = &g_scen->dev[i];
+        if (d->pci_domain == dom && d->pci_bus == bus && d->pci_device == dev &&
+            d->pci_function == fn)
+            return give_handle(i, device);
+    }
+    return leave(NVML_ERROR_NOT_FOUND);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+    DEV_PROLOGUE(nvmlDeviceGetIndex, U_NONE);
+    (void)t;
+    if (!index)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *index = (unsigned int)(d - &g_scen->dev[0]);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: identity                                                           */
+/* ------------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+    DEV_PROLOGUE(nvmlDeviceGetName, U_NONE);
+    (void)t;
+    return leave(put_str(name, length, d->name));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+    DEV_PROLOGUE(nvmlDeviceGetUUID, U_NONE);
+    (void)t;
+    return leave(put_str(uuid, length, d->uuid));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+    DEV_PROLOGUE(nvmlDeviceGetPciInfo_v3, U_NONE);
+    (void)t;
+    if (!pci)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    memset(pci, 0, sizeof *pci);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X",
+             d->pci_domain & 0xFFFFu, d->pci_bus & 0xFFu, d->pci_device & 0x1Fu,
+             d->pci_function & 0x7u);
+    snprintf(pci->busId, sizeof pci->busId, "%s", d->bus_id);
+    pci->domain = d->pci_domain;
+    pci->bus = d->pci_bus;
+    pci->device = d->pci_device;
+    pci->pciDeviceId = d->pci_device_id;
+    pci->pciSubSystemId = d->pci_subsystem_id;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
+{
+    DEV_PROLOGUE(nvmlDeviceGetCudaComputeCapability, U_CUDA_CC);
+    if (!major || !minor)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *major = (int)uvalue(d, F_CC_MAJOR, t);
+    *minor = (int)uvalue(d, F_CC_MINOR, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int *numCores)
+{
+    DEV_PROLOGUE(nvmlDeviceGetNumGpuCores, U_NUM_CORES);
+    if (!numCores)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *numCores = uvalue(d, F_NUM_CORES, t);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: memory / utilization                                               */
+/* ------------------------------------------------------------------------ */
+
+static void mem_values(const fdev_t *d, double t, unsigned long long *total,
+                       unsigned long long *used, unsigned long long *reserved,
+                       unsigned long long *free_)
+{
+    *total = value(d, F_MEM_TOTAL, t);
+    *reserved = value(d, F_MEM_RESERVED, t);
+    if (*reserved > *total)
+        *reserved = *total;
+    *used = value(d, F_MEM_USED, t);
+    if (*used > *total - *reserved)
+        *used = *total - *reserved;
+    *free_ = *total - *used - *reserved;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    DEV_PROLOGUE(nvmlDeviceGetMemoryInfo, U_MEMORY);
+    if (!memory)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned long long total, used, reserved, free_;
+    mem_values(d, t, &total, &used, &reserved, &free_);
+    /* v1: "used" is the sum of reserved and allocated memory */
+    memory->total = total;
+    memory->used = used + reserved;
+    memory->free = free_;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+    DEV_PROLOGUE(nvmlDeviceGetMemoryInfo_v2, U_MEMORY);
+    if (!memory)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (memory->version != nvmlMemory_v2)
+        return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    unsigned long long total, used, reserved, free_;
+    mem_values(d, t, &total, &used, &reserved, &free_);
+    memory->total = total;
+    memory->reserved = reserved;
+    memory->free = free_;
+    memory->used = used;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                  nvmlUtilization_t *utilization)
+{
+    DEV_PROLOGUE(nvmlDeviceGetUtilizationRates, U_UTIL);
+    if (!utilization)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    utilization->gpu = uvalue(d, F_UTIL_GPU, t);
+    utilization->memory = uvalue(d, F_UTIL_MEM, t);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: power / energy                                                     */
+/* ------------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
+{
+    DEV_PROLOGUE(nvmlDeviceGetPowerUsage, U_POWER);
+    if (!power)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *power = uvalue(d, F_POWER_MW, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
+{
+    DEV_PROLOGUE(nvmlDeviceGetEnforcedPowerLimit, U_POWER_LIMIT);
+    if (!limit)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *limit = uvalue(d, F_POWER_LIMIT_MW, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
+{
+    DEV_PROLOGUE(nvmlDeviceGetPowerManagementLimit, U_POWER_LIMIT);
+    if (!limit)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *limit = uvalue(d, F_POWER_LIMIT_MW, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
+                                                        unsigned long long *energy)
+{
+    DEV_PROLOGUE(nvmlDeviceGetTotalEnergyConsumption, U_ENERGY);
+    if (!energy)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *energy = energy_mj(d, t);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: thermals / fan                                                     */
+/* ------------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                             unsigned int *temp)
+{
+    DEV_PROLOGUE(nvmlDeviceGetTemperature, U_TEMPERATURE);
+    if (!temp || sensorType != NVML_TEMPERATURE_GPU)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *temp = uvalue(d, F_TEMP_C, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *temperature)
+{
+    DEV_PROLOGUE(nvmlDeviceGetTemperatureV, U_TEMPERATURE);
+    if (!temperature)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (temperature->version != nvmlTemperature_v1)
+        return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (temperature->sensorType == NVML_TEMPERATURE_GPU_MAX)
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    if (temperature->sensorType != NVML_TEMPERATURE_GPU)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    temperature->temperature = (int)uvalue(d, F_TEMP_C, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                                      nvmlTemperatureThresholds_t thresholdType,
+                                                      unsigned int *temp)
+{
+    DEV_PROLOGUE(nvmlDeviceGetTemperatureThreshold, U_TEMP_THRESHOLDS);
+    if (!temp || (unsigned)thresholdType >= NVML_TEMPERATURE_THRESHOLD_COUNT)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    switch (thresholdType) {
+    case NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
+        *temp = uvalue(d, F_TEMP_SHUTDOWN_C, t);
+        break;
+    case NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
+        *temp = uvalue(d, F_TEMP_SLOWDOWN_C, t);
+        break;
+    case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
+        *temp = uvalue(d, F_TEMP_GPU_MAX_C, t);
+        break;
+    default:
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    }
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
+{
+    DEV_PROLOGUE(nvmlDeviceGetFanSpeed, U_FAN);
+    if (!speed)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *speed = uvalue(d, F_FAN_PCT, t);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: clocks / performance                                               */
+/* ------------------------------------------------------------------------ */
+
+static int clock_field(nvmlClockType_t type, int max)
+{
+    switch (type) {
+    case NVML_CLOCK_GRAPHICS: return max ? F_CLOCK_GRAPHICS_MAX : F_CLOCK_GRAPHICS;
+    case NVML_CLOCK_SM: return max ? F_CLOCK_SM_MAX : F_CLOCK_SM;
+    case NVML_CLOCK_MEM: return max ? F_CLOCK_MEM_MAX : F_CLOCK_MEM;
+    case NVML_CLOCK_VIDEO: return max ? F_CLOCK_VIDEO_MAX : F_CLOCK_VIDEO;
+    default: return -1;
+    }
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                           unsigned int *clock)
+{
+    DEV_PROLOGUE(nvmlDeviceGetClockInfo, U_CLOCKS);
+    int f = clock_field(type, 0);
+    if (!clock || f < 0)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *clock = uvalue(d, f, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                              unsigned int *clock)
+{
+    DEV_PROLOGUE(nvmlDeviceGetMaxClockInfo, U_MAX_CLOCKS);
+    int f = clock_field(type, 1);
+    if (!clock || f < 0)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *clock = uvalue(d, f, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t *pState)
+{
+    DEV_PROLOGUE(nvmlDeviceGetPerformanceState, U_PSTATE);
+    if (!pState)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int p = uvalue(d, F_PSTATE, t);
+    *pState = (nvmlPstates_t)(p > 15 ? NVML_PSTATE_UNKNOWN : (int)p);
+    return leave(NVML_SUCCESS);
+}
+
+static nvmlReturn_t reasons_common(int fn, nvmlDevice_t device, unsigned long long *r)
+{
+    fdev_t *d = NULL;
+    double t = 0.0;
+    nvmlReturn_t rc = dev_enter(fn, device, U_THROTTLE, &d, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!r)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *r = reasons(d, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                           unsigned long long *clocksEventReasons)
+{
+    return reasons_common(FN_nvmlDeviceGetCurrentClocksEventReasons, device, clocksEventReasons);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(
+    nvmlDevice_t device, unsigned long long *clocksThrottleReasons)
+{
+    return reasons_common(FN_nvmlDeviceGetCurrentClocksThrottleReasons, device,
+                          clocksThrottleReasons);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device,
+                                                 nvmlPerfPolicyType_t perfPolicyType,
+                                                 nvmlViolationTime_t *violTime)
+{
+    DEV_PROLOGUE(nvmlDeviceGetViolationStatus, U_VIOLATION);
+    if (!violTime)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    const unsigned long long all = REASON_SW_POWER_CAP | REASON_HW_POWER_BRAKE |
+                                   REASON_SW_THERMAL | REASON_HW_THERMAL | REASON_HW_SLOWDOWN |
+                                   REASON_SYNC_BOOST | REASON_BOARD_LIMIT | REASON_RELIABILITY;
+    unsigned long long bits;
+    switch (perfPolicyType) {
+    case NVML_PERF_POLICY_POWER: bits = REASON_SW_POWER_CAP | REASON_HW_POWER_BRAKE; break;
+    case NVML_PERF_POLICY_THERMAL: bits = REASON_SW_THERMAL | REASON_HW_THERMAL; break;
+    case NVML_PERF_POLICY_SYNC_BOOST: bits = REASON_SYNC_BOOST; break;
+    case NVML_PERF_POLICY_BOARD_LIMIT: bits = REASON_BOARD_LIMIT; break;
+    case NVML_PERF_POLICY_LOW_UTILIZATION: bits = 0; break;
+    case NVML_PERF_POLICY_RELIABILITY: bits = REASON_RELIABILITY; break;
+    case NVML_PERF_POLICY_TOTAL_APP_CLOCKS:
+    case NVML_PERF_POLICY_TOTAL_BASE_CLOCKS: bits = all; break;
+    default: return leave(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    violTime->referenceTime = (unsigned long long)llround(t * 1e6);
+    double s = bits ? violation_seconds(d, t, bits) : 0.0;
+    violTime->violationTime = (unsigned long long)llround(s * 1e9);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: PCIe                                                               */
+/* ------------------------------------------------------------------------ */
+
+#define PCIE_LINK_FN(fname, field)                                        \
+    EXPORT nvmlReturn_t fname(nvmlDevice_t device, unsigned int *out)     \
+    {                                                                     \
+        DEV_PROLOGUE(fname, U_PCIE_LINK);                                 \
+        if (!out)                                                         \
+            return leave(NVML_ERROR_INVALID_ARGUMENT);                    \
+        *out = uvalue(d, field, t);                                       \
+        return leave(NVML_SUCCESS);                                       \
+    }
+
+PCIE_LINK_FN(nvmlDeviceGetCurrPcieLinkGeneration, F_PCIE_GEN)
+PCIE_LINK_FN(nvmlDeviceGetCurrPcieLinkWidth, F_PCIE_WIDTH)
+PCIE_LINK_FN(nvmlDeviceGetMaxPcieLinkGeneration, F_PCIE_GEN_MAX)
+PCIE_LINK_FN(nvmlDeviceGetMaxPcieLinkWidth, F_PCIE_WIDTH_MAX)
+
+EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
+                                                unsigned int *value_)
+{
+    DEV_PROLOGUE(nvmlDeviceGetPcieThroughput, U_PCIE_THROUGHPUT);
+    if (!value_)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (counter == NVML_PCIE_UTIL_TX_BYTES)
+        *value_ = uvalue(d, F_PCIE_TX, t);
+    else if (counter == NVML_PCIE_UTIL_RX_BYTES)
+        *value_ = uvalue(d, F_PCIE_RX, t);
+    else
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: ECC                                                                */
+/* ------------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                                nvmlEccCounterType_t counterType,
+                                                unsigned long long *eccCounts)
+{
+    DEV_PROLOGUE(nvmlDeviceGetTotalEccErrors, U_ECC);
+    if (!eccCounts || (unsigned)counterType >= NVML_ECC_COUNTER_TYPE_COUNT)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
+        *eccCounts = value(d, F_ECC_UNCORRECTED, t);
+    else if (errorType == NVML_MEMORY_ERROR_TYPE_CORRECTED)
+        *eccCounts = value(d, F_ECC_CORRECTED, t);
+    else
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: processes                                                          */
+/* ------------------------------------------------------------------------ */
+
+static nvmlReturn_t procs_common(int fn, int feature, nvmlDevice_t device, unsigned int *infoCount,
+                                 nvmlProcessInfo_t *infos, int graphics)
+{
+    fdev_t *d = NULL;
+    double t = 0.0;
+    nvmlReturn_t rc = dev_enter(fn, device, feature, &d, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!infoCount)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    const proc_t *p = graphics ? d->gprocs : d->procs;
+    unsigned int n = (unsigned int)(graphics ? d->ngprocs : d->nprocs);
+    if (*infoCount < n) {
+        *infoCount = n;
+        return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    if (n > 0 && !infos)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    for (unsigned int i = 0; i < n; i++) {
+        infos[i].pid = p[i].pid;
+        infos[i].usedGpuMemory = p[i].mem;
+        infos[i].gpuInstanceId = 0xFFFFFFFFu;
+        infos[i].computeInstanceId = 0xFFFFFFFFu;
+    }
+    *infoCount = n;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                            unsigned int *infoCount,
+                                                            nvmlProcessInfo_t *infos)
+{
+    return procs_common(FN_nvmlDeviceGetComputeRunningProcesses_v3, U_PROCESSES, device,
+                        infoCount, infos, 0);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
+                                                             unsigned int *infoCount,
+                                                             nvmlProcessInfo_t *infos)
+{
+    return procs_common(FN_nvmlDeviceGetGraphicsRunningProcesses_v3, U_GRAPHICS_PROCESSES,
+                        device, infoCount, infos, 1);
+}

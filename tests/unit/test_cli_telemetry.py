@@ -1,0 +1,163 @@
+"""`gputui snapshot` and `gputui watch` as a user runs them: subprocesses of the real CLI
+against the fake libnvidia-ml.so.1 found through LD_LIBRARY_PATH."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakenvml.harness import FakeNvmlLib, scenario_path
+
+GPUTUI = [sys.executable, "-m", "gputui"]
+
+
+def run(args: list[str], env: dict[str, str] | None = None,
+        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GPUTUI, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def no_nvml_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("LD_LIBRARY_PATH", None)
+    env.pop("FAKENVML_SCENARIO", None)
+    return env
+
+
+def test_snapshot_json_exact_values(fake_nvml_lib: FakeNvmlLib) -> None:
+    proc = run(["snapshot", "--json"], env=fake_nvml_lib.env(scenario_path("two_gpus")))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["nvml_error"] is None
+    assert (doc["driver_version"], doc["cuda_driver_version"]) == ("550.54.15", "12.4")
+    g0, g1 = doc["gpus"]
+    assert g0["name"] == "NVIDIA A100-SXM4-80GB"
+    assert g0["power_w"] == 312.0 and g0["power_limit_w"] == 400.0
+    # The counter grows at power × time since the fake loaded (exact values: in-process tests).
+    assert 123456.789 <= g0["energy_j"] <= 123456.789 + 312.0 * 60
+    assert g0["pcie_rx_bps"] == 536870912.0 and g0["pcie_tx_bps"] == 134217728.0
+    assert g0["temp_slowdown_c"] == 90 and g0["throttle_reasons"] == []
+    assert g1["throttle_reasons"] == ["gpu_idle"] and g1["throttling"] is False
+    pids = sorted(p["pid"] for p in doc["processes"])
+    assert pids == [1999, 4242, 4343]
+
+
+def test_snapshot_json_marks_throttling_in_words(fake_nvml_lib: FakeNvmlLib,
+                                                 tmp_path: Path) -> None:
+    from tests.fakenvml.harness import write_scenario
+
+    sc = write_scenario(tmp_path / "t.conf", {"device_count": 1, "gpu.0.throttle_reasons": 0x44,
+                                               "gpu.0.unsupported": ["fan"]})
+    doc = json.loads(run(["snapshot", "--json"], env=fake_nvml_lib.env(sc)).stdout)
+    g = doc["gpus"][0]
+    assert g["throttle_reasons"] == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert g["throttling"] is True and g["fan_pct"] is None
+
+
+def test_snapshot_table_for_people(fake_nvml_lib: FakeNvmlLib) -> None:
+    env = fake_nvml_lib.env(scenario_path("throttle"))
+    env["COLUMNS"] = "200"
+    proc = run(["snapshot"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "NVIDIA A100-SXM4-80GB" in out and "00000000:3B:00.0" in out
+    assert "Driver 550.54.15" in out and "CUDA 12.4" in out
+    assert "380W / 400W" in out
+    assert "GPU processes" in out and "5150" in out
+
+
+def test_snapshot_without_nvml_shows_host_and_the_reason() -> None:
+    proc = run(["snapshot"], env=no_nvml_env())
+    assert proc.returncode == 0
+    assert "No GPU data: NVML library not found — is the NVIDIA driver installed?" in proc.stdout
+    assert "Host" in proc.stdout
+    doc = json.loads(run(["snapshot", "--json"], env=no_nvml_env()).stdout)
+    assert doc["gpus"] == [] and doc["nvml_error"].startswith("NVML library not found")
+    assert doc["host"]["mem_total_bytes"] > 0
+
+
+def test_watch_csv_has_header_and_stable_columns(fake_nvml_lib: FakeNvmlLib) -> None:
+    proc = run(["watch", "--count", "2", "--interval", "0.2", "--format", "csv"],
+               env=fake_nvml_lib.env(scenario_path("two_gpus")))
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(proc.stdout.splitlines()))
+    assert len(rows) == 4  # 2 ticks × 2 GPUs
+    assert [r["gpu"] for r in rows] == ["0", "1", "0", "1"]
+    assert rows[0]["power_w"] == "312.0" and rows[1]["throttle_reasons"] == "gpu_idle"
+    assert rows[0]["fan_pct"] == "0" and float(rows[0]["energy_j"]) >= 123456.789
+
+
+def test_watch_jsonl_to_a_file_appends(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+    out = tmp_path / "log.jsonl"
+    env = fake_nvml_lib.env(scenario_path("two_gpus"))
+    for _ in range(2):
+        proc = run(["watch", "--count", "1", "--format", "jsonl", "--output", str(out)], env=env)
+        assert proc.returncode == 0 and proc.stdout == ""
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 4 and lines[0]["name"] == "NVIDIA A100-SXM4-80GB"
+
+
+def test_watch_csv_file_gets_one_header(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+    out = tmp_path / "log.csv"
+    env = fake_nvml_lib.env(scenario_path("two_gpus"))
+    for _ in range(2):
+        run(["watch", "--count", "1", "--format", "csv", "--output", str(out)], env=env)
+    text = out.read_text().splitlines()
+    assert text[0].startswith("time,gpu,name") and sum(t.startswith("time,") for t in text) == 1
+
+
+def test_watch_table_and_ctrl_c_exits_cleanly(fake_nvml_lib: FakeNvmlLib) -> None:
+    proc = subprocess.Popen([*GPUTUI, "watch", "--interval", "0.2"],
+                            env=fake_nvml_lib.env(scenario_path("two_gpus")),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    header = proc.stdout.readline()
+    first = proc.stdout.readline()  # flushed per tick: readable while it runs
+    assert "sm%" in header and first.split()[1] == "0"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "Traceback" not in err
+
+
+def test_watch_without_nvml_says_why_and_still_logs_host(tmp_path: Path) -> None:
+    proc = run(["watch", "--count", "1", "--format", "csv"], env=no_nvml_env())
+    assert proc.returncode == 0
+    assert proc.stderr.strip() == ("gputui: no GPU data: NVML library not found — "
+                                   "is the NVIDIA driver installed?")
+    rows = list(csv.DictReader(proc.stdout.splitlines()))
+    assert len(rows) == 1 and rows[0]["gpu"] == "" and rows[0]["host_mem_used_bytes"]
+
+
+@pytest.mark.parametrize("args", [
+    ["watch", "--interval", "0"],
+    ["watch", "--interval", "-1"],
+    ["watch", "--interval", "fast"],
+    ["watch", "--interval", "0.01"],
+    ["watch", "--count", "0"],
+    ["watch", "--format", "xml"],
+    ["watch", "--output", "/nonexistent-dir/x.csv", "--count", "1"],
+    ["frobnicate"],
+    ["snapshot", "--bogus"],
+])
+def test_bad_input_is_one_line_exit_2(args: list[str]) -> None:
+    proc = run(args, env=no_nvml_env())
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gputui: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_version_and_help() -> None:
+    assert run(["--version"]).stdout.startswith("gputui ")
+    helptext = run(["--help"]).stdout
+    for cmd in ("snapshot", "watch", "replay", "bench", "export", "fleet"):
+        assert cmd in helptext

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from gputui.telemetry.sampler import History, Sampler, history_capacity
+from tests.unit.factories import gpu, snapshot
+
+
+def test_history_keeps_fifteen_minutes_at_one_hertz_and_stays_bounded() -> None:
+    assert history_capacity(1.0) >= 15 * 60
+    assert history_capacity(0.1) <= 9000
+    h = History(capacity=100)
+    for t in range(250):
+        h.append(snapshot(t, [gpu(0, util_gpu_pct=t % 100)]))
+    assert len(h) == 100
+    times, values = h.window(0, "util_gpu_pct", seconds=10_000)
+    assert len(values) == 100 and values[-1] == 249 % 100
+
+
+def test_history_window_and_fixed_time_buckets() -> None:
+    h = History(capacity=1000)
+    for t in range(120):
+        h.append(snapshot(t, [gpu(0, util_gpu_pct=t)]))
+    times, values = h.window(0, "util_gpu_pct", seconds=59)
+    assert values[0] == 60 and values[-1] == 119
+    b = h.buckets(0, "util_gpu_pct", seconds=60, n=6)
+    assert len(b) == 6 and b[-1] == 119
+    assert h.buckets(3, "util_gpu_pct", seconds=60, n=4) == [None] * 4
+
+
+def test_unknown_and_lost_values_are_gaps_not_zero() -> None:
+    h = History(capacity=10)
+    h.append(snapshot(0, [gpu(0, fan_pct=None, power_w=None)]))
+    h.append(snapshot(1, [gpu(0, lost=True)]))
+    _, power = h.window(0, "power_w", 100)
+    assert all(math.isnan(v) for v in power)
+    _, util = h.window(0, "util_gpu_pct", 100)
+    assert util[0] == 50 and math.isnan(util[1])
+
+
+def test_a_gpu_appearing_later_is_aligned() -> None:
+    h = History(capacity=10)
+    h.append(snapshot(0, [gpu(0)]))
+    h.append(snapshot(1, [gpu(0), gpu(1, util_gpu_pct=7)]))
+    times, values = h.window(1, "util_gpu_pct", 100)
+    assert len(times) == 2 and math.isnan(values[0]) and values[1] == 7
+
+
+def test_sampler_without_nvml_is_host_only_with_the_reason() -> None:
+    s = Sampler(interval=0.5, nvml=None, nvml_error="NVML library not found")
+    snap = s.tick()
+    assert snap.gpus == () and snap.nvml_error == "NVML library not found"
+    assert snap.host.mem_total_bytes and snap.host.mem_total_bytes > 0
+
+
+def test_interval_below_minimum_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Sampler(interval=0.05)
+
+
+def test_ingest_tracks_throttling_and_notifies_listeners() -> None:
+    s = Sampler(interval=1.0, nvml=None)
+    seen = []
+    s.subscribe(seen.append)
+    started = s.ingest(snapshot(0, [gpu(0, throttle_mask=0x40)]))
+    assert len(started) == 1 and s.ongoing()[0].gpu_index == 0
+    s.ingest(snapshot(1, [gpu(0, throttle_mask=0)]))
+    assert len(seen) == 2 and s.latest is seen[-1]
+    assert not s.episodes()[0].ongoing
+
+
+class _SlowSource:
+    """Stands in for NVML on a driver whose calls take longer than the interval."""
+
+    system = None
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    def read(self) -> tuple[tuple[()], tuple[()]]:
+        self.calls += 1
+        time.sleep(self.delay)
+        return (), ()
+
+
+def test_slow_reads_skip_ticks_instead_of_piling_up() -> None:
+    src = _SlowSource(delay=0.35)
+    s = Sampler(interval=0.1, nvml=src)
+    s.start()
+    time.sleep(1.2)
+    s.stop()
+    # Each read took >3 intervals: reads never overlap or queue, late ticks are counted.
+    assert src.calls <= 5
+    assert s.skipped_ticks >= src.calls

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gputui.errors import UsageError
+from gputui.telemetry.model import GpuProcess
+from gputui.telemetry.record import Recorder, load_recording
+from gputui.telemetry.schema import snapshot_from_dict, snapshot_to_dict
+from tests.unit.factories import gpu, snapshot
+
+GPU_KEYS = {"index", "name", "uuid", "pci_bus_id", "util_gpu_pct", "util_mem_pct",
+            "mem_used_bytes", "mem_total_bytes", "power_w", "power_limit_w", "temp_c",
+            "temp_slowdown_c", "fan_pct", "clock_sm_mhz", "clock_sm_max_mhz", "clock_mem_mhz",
+            "pstate", "energy_j", "pcie_rx_bps", "pcie_tx_bps", "throttle_reasons", "throttling",
+            "lost"}
+
+
+def test_json_document_has_the_documented_shape() -> None:
+    snap = snapshot(0, [gpu(0, throttle_mask=0x41), gpu(1, lost=True, throttle_mask=None)],
+                    processes=(GpuProcess(0, 4242, 2**30, user="ana", command="python train.py"),))
+    d = snapshot_to_dict(snap)
+    assert set(d) >= {"time", "driver_version", "nvml_version", "cuda_driver_version", "host",
+                      "gpus", "processes", "nvml_error"}
+    assert d["time"] == "2026-11-21T14:02:11.000Z"
+    g0, g1 = d["gpus"]
+    assert GPU_KEYS <= set(g0)
+    assert g0["throttle_reasons"] == ["gpu_idle", "hw_thermal_slowdown"]
+    assert g0["throttling"] is True
+    assert g0["fan_pct"] is None  # unsupported stays null, never 0
+    assert g1["lost"] is True and g1["throttling"] is False
+    assert d["processes"][0] == {"gpu": 0, "pid": 4242, "kind": "compute", "user": "ana",
+                                 "gpu_mem_bytes": 2**30, "cpu_pct": None, "rss_bytes": None,
+                                 "started": None, "command": "python train.py"}
+    json.dumps(d)  # serialisable as is
+
+
+def test_snapshot_round_trips_through_json() -> None:
+    snap = snapshot(3, [gpu(0, throttle_mask=0x40), gpu(1, fan_pct=40)])
+    back = snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))))
+    assert back.gpus == snap.gpus
+    assert back.time == snap.time and back.host == snap.host and back.system == snap.system
+
+
+def test_recording_round_trip_and_truncated_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, interval=1.0)
+    for t in range(5):
+        rec.write(snapshot(t, [gpu(0, util_gpu_pct=10 * t)]))
+    rec.close()
+    with open(path, "a") as fh:
+        fh.write('{"time": "2026-11-21T14:0')  # the crash happened mid-write
+    loaded = load_recording(path)
+    assert [s.gpus[0].util_gpu_pct for s in loaded.snapshots] == [0, 10, 20, 30, 40]
+    assert loaded.interval_s == 1.0 and loaded.duration_s == 4.0
+    assert [s.mono for s in loaded.snapshots] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert len(loaded.warnings) == 1 and "truncated" in loaded.warnings[0]
+
+
+def test_recorder_appends_and_keeps_an_earlier_recording(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    for start in (0, 10):
+        rec = Recorder(path)
+        rec.write(snapshot(start, [gpu(0)]))
+        rec.close()
+    assert len(load_recording(path).snapshots) == 2
+
+
+@pytest.mark.parametrize("content", ["hello world\n", "[1, 2]\n", '{"a": 1}\n', ""])
+def test_a_file_that_is_not_a_recording_is_one_clear_error(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text(content)
+    with pytest.raises(UsageError, match="not a gputui recording"):
+        load_recording(path)
+
+
+def test_missing_recording(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such recording"):
+        load_recording(tmp_path / "nope.jsonl")
+
+
+def test_unwritable_recording_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot write recording"):
+        Recorder(tmp_path / "missing-dir" / "r.jsonl")
