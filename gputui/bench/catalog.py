@@ -188,7 +188,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 models=CNN_MODELS,
                 default_model="resnet18",
                 # On CPU nothing OOMs in reasonable time: cap by max batch and an RSS budget.
-                cpu={"batch_size": 16, "image_size": 64, "steps": 2, "warmup": 1,
+                cpu={"batch_size": 8, "image_size": 64, "steps": 2, "warmup": 1,
                      "memory_budget_frac": 0.5},
                 cuda={"batch_size": 8192, "image_size": 224, "steps": 3, "warmup": 1},
             ),

@@ -334,8 +334,11 @@ def _failure_line(doc: Mapping[str, Any], show_tail: bool = False) -> str:
             print(f"  | {line}", file=sys.stderr)
     if kind == "oom":
         batch = error.get("batch_size") or doc.get("batch_size")
-        text = f"out of memory at batch size {batch}: {message}" if batch else \
-            f"out of memory: {message}"
+        if "out of memory" in message.lower():
+            text = message
+        else:
+            text = f"out of memory at batch size {batch}: {message}" if batch else \
+                f"out of memory: {message}"
         suggestion = error.get("suggestion") or (
             f"try --batch-size {max(1, int(batch) // 2)}" if batch else None)
         return f"{text}; {suggestion}" if suggestion else text

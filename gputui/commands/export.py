@@ -1,16 +1,98 @@
-"""`gputui export`: placeholder until its issue lands."""
+"""`gputui export`: serve dcgm-exporter-compatible Prometheus metrics on /metrics.
+
+Exit codes: 0 after Ctrl-C or SIGTERM; 2 for a malformed --listen address (or one
+that is not an address of this machine); 1 when the port is already in use or the
+socket cannot be opened for another reason.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import threading
+from types import FrameType
 
-from gputui.errors import GputuiError
+from gputui.errors import GputuiError, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="(not yet available)")
+    from gputui.cli import interval_seconds
+
+    p = sub.add_parser(
+        "export", help="serve Prometheus metrics (dcgm-exporter names) on /metrics",
+        description="Serve the GPUs' telemetry as Prometheus metrics under the names NVIDIA's "
+        "dcgm-exporter uses (DCGM_FI_DEV_*), plus gputui's throttle counters and host metrics. "
+        "Binds to loopback unless told otherwise. Exit 2: malformed address; exit 1: port in use.")
+    p.add_argument("--listen", default="127.0.0.1:9400", metavar="HOST:PORT",
+                   help="address to serve on (default 127.0.0.1:9400; ':9400' for every "
+                   "interface; port 0 picks a free port)")
+    p.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
+                   help="seconds between GPU readings (default 1, minimum 0.1)")
+    p.add_argument("--hostname", metavar="NAME",
+                   help="value of the Hostname label (default: this machine's host name)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise GputuiError("'export' is not available yet")
+    from prometheus_client.registry import CollectorRegistry
+
+    from gputui.fleet.exporter import (
+        BindError,
+        ListenAddressError,
+        MetricsServer,
+        SnapshotCollector,
+        ThrottleAccounting,
+        parse_listen,
+    )
+    from gputui.telemetry.sampler import Sampler
+
+    try:
+        addr = parse_listen(args.listen)
+    except ListenAddressError as exc:
+        raise UsageError(str(exc)) from None
+    registry = CollectorRegistry(auto_describe=False)
+    # Bind before opening NVML so a busy port fails at once, without touching the driver.
+    try:
+        server = MetricsServer(addr, registry)
+    except BindError as exc:
+        raise (UsageError(str(exc)) if exc.usage else GputuiError(str(exc))) from None
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    old_int = signal.signal(signal.SIGINT, on_signal)
+    old_term = signal.signal(signal.SIGTERM, on_signal)
+    sampler = None
+    serve: threading.Thread | None = None
+    try:
+        sampler = Sampler.open(interval=args.interval)
+        if sampler.nvml_error:
+            print(f"gputui: no GPU data, serving host metrics only: {sampler.nvml_error}",
+                  file=sys.stderr)
+        collector: SnapshotCollector
+        accounting = ThrottleAccounting(lambda snap: collector.hostname(snap))
+        collector = SnapshotCollector(lambda: sampler.latest if sampler else None, accounting,
+                                      nvml_error=sampler.nvml_error, interval=args.interval,
+                                      hostname=args.hostname)
+        registry.register(collector)
+        sampler.subscribe(accounting)
+        sampler.start()
+        serve = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
+                                 name="gputui-export-http", daemon=True)
+        serve.start()
+        print(f"gputui: serving metrics on {addr.url(server.port)}", flush=True)
+        # A timed wait keeps the main thread responsive to signals on every platform.
+        while not stop.wait(0.5):
+            pass
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+        if serve is not None:
+            server.shutdown()
+        server.server_close()
+        if sampler is not None:
+            sampler.close()
+    return 0

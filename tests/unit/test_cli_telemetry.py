@@ -124,7 +124,7 @@ def test_watch_table_and_ctrl_c_exits_cleanly(fake_nvml_lib: FakeNvmlLib) -> Non
     assert "sm%" in header and first.split()[1] == "0"
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=20)
+    _out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0 and "Traceback" not in err
 
 

@@ -16,7 +16,7 @@ def test_history_keeps_fifteen_minutes_at_one_hertz_and_stays_bounded() -> None:
     for t in range(250):
         h.append(snapshot(t, [gpu(0, util_gpu_pct=t % 100)]))
     assert len(h) == 100
-    times, values = h.window(0, "util_gpu_pct", seconds=10_000)
+    _times, values = h.window(0, "util_gpu_pct", seconds=10_000)
     assert len(values) == 100 and values[-1] == 249 % 100
 
 
@@ -24,7 +24,7 @@ def test_history_window_and_fixed_time_buckets() -> None:
     h = History(capacity=1000)
     for t in range(120):
         h.append(snapshot(t, [gpu(0, util_gpu_pct=t)]))
-    times, values = h.window(0, "util_gpu_pct", seconds=59)
+    _times, values = h.window(0, "util_gpu_pct", seconds=59)
     assert values[0] == 60 and values[-1] == 119
     b = h.buckets(0, "util_gpu_pct", seconds=60, n=6)
     assert len(b) == 6 and b[-1] == 119

@@ -1,0 +1,152 @@
+"""What a GPU sample looks like on screen, as plain data (no widgets): testable alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from gputui.telemetry.model import DeviceInfo, GpuSample
+from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, state_words
+from gputui.telemetry.units import NA, fmt_duration
+
+GIB = 1024**3
+
+# History metrics drawn per GPU, in panel order: (metric, gauge label).
+HISTORY_METRICS: tuple[tuple[str, str], ...] = (
+    ("util_gpu_pct", "GPU"),
+    ("util_mem_pct", "MEMC"),
+    ("mem_used_bytes", "VRAM"),
+    ("power_w", "PWR"),
+    ("temp_c", "TEMP"),
+)
+
+
+def short_name(name: str) -> str:
+    return name.removeprefix("NVIDIA ").removeprefix("GeForce ")
+
+
+def temp_scale_c(info: DeviceInfo) -> float:
+    """Top of the temperature sparkline: shutdown, else slowdown+15, else 100 °C."""
+    if info.temp_shutdown_c:
+        return float(info.temp_shutdown_c)
+    if info.temp_slowdown_c:
+        return float(info.temp_slowdown_c + 15)
+    return 100.0
+
+
+def metric_scale(g: GpuSample, metric: str) -> float | None:
+    """The fixed top of each sparkline's scale (None: unknown, nothing drawn)."""
+    if metric in ("util_gpu_pct", "util_mem_pct"):
+        return 100.0
+    if metric == "mem_used_bytes":
+        return float(g.mem_total_bytes or g.info.mem_total_bytes or 0) or None
+    if metric == "power_w":
+        return g.power_limit_w or None
+    if metric == "temp_c":
+        return temp_scale_c(g.info)
+    if metric == "clock_sm_mhz":
+        return float(g.info.clock_sm_max_mhz or 0) or None
+    return None
+
+
+def _frac(v: float | None, top: float | None) -> float | None:
+    if v is None or not top:
+        return None
+    return v / top
+
+
+def gib(n: int | None) -> str:
+    return NA if n is None else f"{n / GIB:.1f}"
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeView:
+    fraction: float | None
+    text: str
+    severity: str | None = None
+
+
+def gauges(g: GpuSample) -> dict[str, GaugeView]:
+    """Gauge values for a live sample, keyed by metric (plus "fan" and "clock_sm_mhz")."""
+    info = g.info
+    total = g.mem_total_bytes or info.mem_total_bytes
+    out: dict[str, GaugeView] = {}
+    out["util_gpu_pct"] = GaugeView(_frac(g.util_gpu_pct, 100), _pct(g.util_gpu_pct))
+    out["util_mem_pct"] = GaugeView(_frac(g.util_mem_pct, 100), _pct(g.util_mem_pct))
+    mem_frac = _frac(g.mem_used_bytes, total)
+    out["mem_used_bytes"] = GaugeView(
+        mem_frac,
+        NA if g.mem_used_bytes is None else f"{gib(g.mem_used_bytes)}/{gib(total)}GiB",
+        _level(mem_frac, 0.85, 0.95))
+    p_frac = _frac(g.power_w, g.power_limit_w)
+    if g.power_w is None:
+        p_text = NA
+    elif g.power_limit_w:
+        p_text = f"{g.power_w:.0f}/{g.power_limit_w:.0f}W"
+    else:
+        p_text = f"{g.power_w:.0f}W"
+    out["power_w"] = GaugeView(p_frac, p_text, _level(p_frac, 0.97, 2.0))
+    slow = info.temp_slowdown_c
+    if g.temp_c is None:
+        t_view = GaugeView(None, NA)
+    elif slow:
+        sev = "error" if g.temp_c >= slow else "warning" if g.temp_c >= slow - 5 else None
+        t_view = GaugeView(g.temp_c / slow, f"{g.temp_c}/{slow}°C", sev)
+    else:
+        t_view = GaugeView(g.temp_c / 100, f"{g.temp_c}°C",
+                           "warning" if g.temp_c >= 85 else None)
+    out["temp_c"] = t_view
+    out["fan"] = GaugeView(_frac(g.fan_pct, 100), _pct(g.fan_pct))
+    if g.clock_sm_mhz is None:
+        c_view = GaugeView(None, NA)
+    elif info.clock_sm_max_mhz:
+        c_view = GaugeView(g.clock_sm_mhz / info.clock_sm_max_mhz,
+                           f"{g.clock_sm_mhz}/{info.clock_sm_max_mhz}MHz",
+                           "warning" if is_throttling(g.throttle_mask) else None)
+    else:
+        c_view = GaugeView(None, f"{g.clock_sm_mhz}MHz")
+    out["clock_sm_mhz"] = c_view
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return NA if v is None else f"{v:.0f}%"
+
+
+def _level(frac: float | None, warn: float, err: float) -> str | None:
+    if frac is None:
+        return None
+    return "error" if frac >= err else "warning" if frac >= warn else None
+
+
+def pstate_text(g: GpuSample) -> str:
+    return NA if g.pstate is None else f"P{g.pstate}"
+
+
+@dataclass(frozen=True, slots=True)
+class StateView:
+    text: str
+    severity: str | None  # None (fine), "warning" (throttling), "error" (lost/failed)
+    short: str  # for the one-line compact row
+
+
+def state(g: GpuSample, episode: ThrottleEpisode | None, now: datetime) -> StateView:
+    """The GPU's condition in words, with a symbol so colour is never the only cue."""
+    if g.lost:
+        return StateView("✖ GPU is lost — it fell off the bus; a reset or reboot is needed",
+                         "error", "✖ GPU is lost")
+    if g.error:
+        return StateView(f"✖ {g.error}", "error", "✖ error")
+    if is_throttling(g.throttle_mask):
+        since = episode.start if episode else None
+        base = episode.clock_sm_before_mhz if episode else None
+        text = explain(g, since=since, now=now, base_clock_sm_mhz=base)
+        short = state_words(g.throttle_mask)
+        if episode is not None:
+            short += f" {fmt_duration(episode.duration_s(now))}"
+        return StateView(f"⚠ THROTTLED: {text}", "warning", f"⚠ {short}")
+    if g.throttle_mask is None:
+        return StateView("· throttle reasons N/A", None, "·")
+    benign = state_words(g.throttle_mask)
+    suffix = "" if benign == "none" else f" ({benign})"
+    return StateView(f"✓ not throttled{suffix}", None, "✓ ok")

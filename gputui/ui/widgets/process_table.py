@@ -1,0 +1,187 @@
+"""GPU processes: a DataTable updated in place (rows diffed by key), sortable by column."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowDoesNotExist, RowKey
+
+from gputui.telemetry.model import GpuProcess
+from gputui.telemetry.units import NA, fmt_bytes, fmt_duration
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    key: str
+    label: str
+    raw: Callable[[GpuProcess, float], Any]  # the value sorted on
+    show: Callable[[GpuProcess, float], str]
+    right: bool = False
+
+
+def _age(p: GpuProcess, now: float) -> float | None:
+    return None if p.started is None else max(0.0, now - p.started)
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("gpu", "GPU", lambda p, _n: p.gpu_index, lambda p, _n: str(p.gpu_index), True),
+    Column("pid", "PID", lambda p, _n: p.pid, lambda p, _n: str(p.pid), True),
+    Column("user", "USER", lambda p, _n: p.user, lambda p, _n: p.user or NA),
+    Column("gpu_mem", "GPU MEM", lambda p, _n: p.gpu_mem_bytes,
+           lambda p, _n: fmt_bytes(p.gpu_mem_bytes), True),
+    Column("cpu", "CPU%", lambda p, _n: p.cpu_pct,
+           lambda p, _n: NA if p.cpu_pct is None else f"{p.cpu_pct:.0f}", True),
+    Column("rss", "RSS", lambda p, _n: p.rss_bytes, lambda p, _n: fmt_bytes(p.rss_bytes), True),
+    Column("time", "TIME", _age,
+           lambda p, n: NA if (a := _age(p, n)) is None else fmt_duration(a), True),
+    Column("command", "COMMAND", lambda p, _n: p.command, lambda p, _n: p.command or NA),
+)
+COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+
+
+class Cell:
+    """A cell that shows text but sorts by its raw value (missing values sort last)."""
+
+    __slots__ = ("raw", "text")
+
+    def __init__(self, raw: Any, text: Text) -> None:
+        self.raw = raw
+        self.text = text
+
+    def __rich__(self) -> Text:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and (self.raw, self.text) == (other.raw, other.text)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def row_key(p: GpuProcess) -> str:
+    return f"{p.gpu_index}:{p.pid}"
+
+
+class ProcessTable(DataTable[Cell]):
+    DEFAULT_CSS = """
+    ProcessTable { height: 1fr; border: round $primary 60%; border-title-style: bold; }
+    ProcessTable:focus { border: round $primary; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.sort_column = "gpu_mem"
+        self.sort_reverse = True
+        self.processes: dict[str, GpuProcess] = {}
+        self._now = 0.0
+
+    def on_mount(self) -> None:
+        for c in COLUMNS:
+            self.add_column(self._label(c), key=c.key)
+        self.border_title = "Processes"
+
+    def _label(self, c: Column) -> Text:
+        mark = ("▼" if self.sort_reverse else "▲") if c.key == self.sort_column else ""
+        return Text(c.label + mark, justify="right" if c.right else "left")
+
+    def _cells(self, p: GpuProcess) -> list[Cell]:
+        return [Cell(c.raw(p, self._now),
+                     Text(c.show(p, self._now), justify="right" if c.right else "left"))
+                for c in COLUMNS]
+
+    def update_processes(self, procs: tuple[GpuProcess, ...], now: float) -> None:
+        """Diff against what is shown: remove gone rows, add new ones, update changed cells."""
+        self._now = now
+        selected = self.selected_key()
+        new = {row_key(p): p for p in procs}
+        changed = False
+        for key in list(self.processes):
+            if key not in new:
+                self.remove_row(key)
+                changed = True
+        for key, p in new.items():
+            cells = self._cells(p)
+            if key not in self.processes:
+                self.add_row(*cells, key=key)
+                changed = True
+                continue
+            old = self.get_row(key)
+            for col, (a, b) in zip(COLUMN_KEYS, zip(old, cells, strict=True), strict=True):
+                if a != b:
+                    self.update_cell(key, col, b)
+                    changed = True
+        self.processes = new
+        title = f"Processes ({len(new)})"
+        if self.border_title != title:
+            self.border_title = title
+        if changed:
+            self._sort(selected)
+
+    def _sort(self, keep: str | None = None) -> None:
+        reverse = self.sort_reverse
+        idx = COLUMN_KEYS.index(self.sort_column)
+        pid_idx = COLUMN_KEYS.index("pid")
+
+        def key(row: tuple[Cell, ...]) -> tuple[Any, ...]:
+            raw = row[idx].raw
+            missing = raw is None
+            # Missing values go last whichever way the column is sorted.
+            return (not missing if reverse else missing, raw if not missing else 0,
+                    row[pid_idx].raw)
+
+        self.sort(key=key, reverse=reverse)
+        if keep is not None:
+            self.select_key(keep)
+
+    def selected_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        except Exception:
+            return None
+
+    def select_key(self, key: str) -> None:
+        try:
+            self.move_cursor(row=self.get_row_index(RowKey(key)), animate=False)
+        except RowDoesNotExist:
+            pass
+
+    def selected_process(self) -> GpuProcess | None:
+        key = self.selected_key()
+        return None if key is None else self.processes.get(key)
+
+    def set_sort(self, column: str, reverse: bool | None = None) -> None:
+        if reverse is None:
+            # Numbers are most useful biggest first; text A→Z.
+            reverse = column not in ("gpu", "pid", "user", "command")
+        self.sort_column, self.sort_reverse = column, reverse
+        for c in COLUMNS:
+            self.columns[self.columns_key(c.key)].label = self._label(c)
+        self._sort(self.selected_key())
+        self.refresh()
+
+    def columns_key(self, key: str) -> Any:
+        for k in self.columns:
+            if k.value == key:
+                return k
+        raise KeyError(key)
+
+    def cycle_sort(self) -> None:
+        i = COLUMN_KEYS.index(self.sort_column)
+        self.set_sort(COLUMN_KEYS[(i + 1) % len(COLUMN_KEYS)])
+
+    def reverse_sort(self) -> None:
+        self.set_sort(self.sort_column, not self.sort_reverse)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        col = event.column_key.value or "gpu"
+        if col == self.sort_column:
+            self.reverse_sort()
+        else:
+            self.set_sort(col)
