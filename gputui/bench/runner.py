@@ -241,6 +241,9 @@ class BenchRun:
         env["PYTHONUNBUFFERED"] = "1"
         self._started_at = results.utc_now_iso()
         self._t0 = time.monotonic()
+        if self._cancel_requested:  # cancelled before it started: nothing to run
+            self._finish(returncode=None)
+            return self
         try:
             self._proc = subprocess.Popen(
                 cmd,
@@ -302,6 +305,7 @@ class BenchRun:
         while True:
             item = self._queue.get()
             if item is None:
+                self._queue.put(None)  # so a second iterator (or a late one) ends too
                 return
             yield item
 
@@ -399,7 +403,9 @@ class BenchRun:
             if timer is not None:
                 timer.cancel()
         # Grandchildren (distributed ranks, compile workers) share the group: reap them.
+        # Then forget the group id: once empty, the kernel may hand that id out again.
         self._signal_group(signal.SIGKILL)
+        self._pgid = None
         with _live_lock:
             _live.discard(self)
         doc = self._build_result(returncode, spawn_error)
@@ -464,6 +470,9 @@ class BenchRun:
         elif self._cancel_requested:
             doc["status"] = "cancelled"
             self._fill_partial(doc)
+        elif returncode is None:
+            doc["status"] = "failed"
+            doc["error"] = {"kind": "crash", "message": _exit_words(None)}
         else:
             doc["status"] = "failed"
             doc["error"] = {"kind": "crash", "message": _exit_words(returncode)}
@@ -499,8 +508,10 @@ class BenchRun:
         if not self.telemetry:
             return
         env = started.get("env") if isinstance(started.get("env"), dict) else {}
-        device = str(env.get("device") or (started.get("spec") or {}).get("device")
-                     or self.spec.get("device") or "")
+        spec = started.get("spec") if isinstance(started.get("spec"), dict) else {}
+        device = str(env.get("device") or spec.get("device") or self.spec.get("device") or "")
+        if device in ("auto", "cuda") and ("compute_capability" in env or device == "cuda"):
+            device = "cuda:0"  # auto picks the first CUDA GPU; the env says it found one
         if not device.startswith("cuda"):
             return
         self._watch = _ThrottleWatch.start(device, self.sampler)

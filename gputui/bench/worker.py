@@ -180,11 +180,11 @@ def is_cuda_error(exc: BaseException) -> bool:
 def oom_suggestion(batch: int | None, spec: dict[str, Any]) -> str:
     parts = []
     if batch and batch > 1:
-        parts.append(f"try --batch {max(1, batch // 2)}")
+        parts.append(f"try --batch-size {max(1, batch // 2)}")
     if spec.get("precision") == "fp32":
         parts.append("--precision bf16 or fp16")
     model = spec.get("model")
-    finder = "gputui bench batch-finder" + (f" --model {model}" if model and
+    finder = "gputui bench run batch-finder" + (f" --model {model}" if model and
                                             model in catalog.CNN_MODELS else "")
     parts.append(f"`{finder}` finds the largest batch that fits")
     return "; ".join(parts)
@@ -242,6 +242,7 @@ def collect_env(device: torch.device, link: NvmlLink | None) -> dict[str, Any]:
         "cuda": torch.version.cuda,
         "cudnn": cudnn,
         "driver": None,
+        "device": str(device),
         "device_name": cpu_model(),
         "clocks_at_start": None,
         "num_threads": torch.get_num_threads(),
@@ -520,8 +521,8 @@ def run_infer(ctx: Ctx) -> None:
     maybe_profile(ctx, step)
 
 
-def sweep_sizes(max_batch: int) -> list[int]:
-    sizes, b = [], 1
+def sweep_sizes(max_batch: int, start: int = 1) -> list[int]:
+    sizes, b = [], min(start, max_batch)
     while b < max_batch:
         sizes.append(b)
         b *= 2
@@ -535,7 +536,8 @@ def run_sweep(ctx: Ctx) -> None:
 
     spec, doc, dev = ctx.spec, ctx.doc, ctx.device
     unit, train = ctx.bench.unit, ctx.bench.kind == "train"
-    sizes = sweep_sizes(spec["batch_size"])
+    # Training starts at 2: BatchNorm cannot train on one sample with a 1×1 feature map.
+    sizes = sweep_sizes(spec["batch_size"], 2 if train else 1)
     doc["extra"]["sweep_sizes"] = sizes
     best: tuple[float, int, dict[str, Any]] | None = None
     for b in sizes:
@@ -595,7 +597,7 @@ def run_batch_finder(ctx: Ctx) -> None:
         budget = int(total * float(ctx.params.get("memory_budget_frac", 0.5)))
     doc["settings"]["max_batch"] = cap
     doc["settings"]["memory_budget_bytes"] = budget
-    doc["settings"]["probe"] = "training step; doubling from 1, then bisection after a failure"
+    doc["settings"]["probe"] = "training step; doubling from 2, then bisection after a failure"
     results: dict[int, dict[str, Any]] = {}
 
     def probe(b: int) -> bool:
@@ -633,7 +635,7 @@ def run_batch_finder(ctx: Ctx) -> None:
 
     ok_max: int | None = None
     fail_min: int | None = None
-    b = 1
+    b = min(2, cap)  # BatchNorm cannot train on a single sample at small image sizes
     limit = "cap"
     while True:
         if probe(b):
@@ -677,11 +679,13 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     target = float(p["target_accuracy"])
     eval_every, max_steps = int(p["eval_every"]), int(spec.get("steps") or 1000)
     torch.manual_seed(spec["seed"])
-    teacher = Teacher(classes).to(dev).eval()
+    gen = torch.Generator(device=dev).manual_seed(spec["seed"] + 1)
+    calib = torch.randn(4096, 3, size, size, device=dev, generator=gen)
+    teacher = Teacher(classes, calib).to(dev).eval()
+    del calib
     student = SmallCNN(classes).to(dev)
     if spec["channels_last"]:
         student = student.to(memory_format=torch.channels_last)
-    gen = torch.Generator(device=dev).manual_seed(spec["seed"] + 1)
     x_val = torch.randn(int(p["val_samples"]), 3, size, size, device=dev, generator=gen)
     y_val = teacher(x_val).argmax(1)
     opt = torch.optim.AdamW(student.parameters(), lr=3e-3)
@@ -690,8 +694,9 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
               if spec["precision"] == "fp16" and dev.type == "cuda" else None)
     doc["settings"].update({
         "shapes": {"input": [b, 3, size, size], "classes": classes},
-        "task": "labels = argmax of a fixed random teacher CNN on Gaussian images; fresh "
-                "training images every step; fixed validation set",
+        "task": "labels = argmax of a fixed random linear teacher on 2×2-pooled Gaussian "
+                "images (balanced classes); fresh training images every step; fixed "
+                "validation set",
         "optimizer": "AdamW lr=3e-3", "target_accuracy": target, "eval_every": eval_every,
         "max_steps": max_steps, "val_samples": int(p["val_samples"]),
     })
@@ -770,10 +775,9 @@ def run_matmul(ctx: Ctx) -> None:
     spec, doc, dev = ctx.spec, ctx.doc, ctx.device
     n = int(ctx.params["size"])
     flops = 2 * n**3
-    name = ctx.env.get("device_name")
     dtypes: list[str] = ["fp32"]
     if dev.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(dev)
+        major, _ = torch.cuda.get_device_capability(dev)
         if major >= 8:
             dtypes.append("tf32")
         dtypes.append("fp16")
@@ -1006,7 +1010,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:
         batch = ctx.current_batch if ctx is not None else None
-        ev = classify(exc, batch, spec)
+        # A failed DDP rank has already classified its own exception.
+        ev = getattr(exc, "event", None) or classify(exc, batch, spec)
         if ev["kind"] != "invalid":
             traceback.print_exc(file=sys.stderr)
         emit(ev)

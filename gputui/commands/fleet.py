@@ -1,16 +1,113 @@
-"""`gputui fleet`: placeholder until its issue lands."""
+"""`gputui fleet`: one row per host × GPU across many gputui or dcgm-exporter endpoints.
+
+Exit codes: 0 normally (with --once, also when some hosts are down: the output
+says so); 1 with --once when nothing at all could be read (every target down or
+the Prometheus server unreachable); 2 for a malformed target or URL.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
 
-from gputui.errors import GputuiError
+from gputui.errors import UsageError
+from gputui.fleet.model import FleetSnapshot
+
+if TYPE_CHECKING:
+    from gputui.fleet.scrape import Poller
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("fleet", help="(not yet available)")
+    from gputui.cli import interval_seconds, positive_float
+
+    p = sub.add_parser(
+        "fleet", help="watch many hosts' GPUs (gputui or dcgm-exporter endpoints)",
+        description="One row per host and GPU across many hosts, read from their gputui "
+        "export or dcgm-exporter /metrics pages, or from a Prometheus server; alerts for "
+        "throttling or hot GPUs and hosts that are down.")
+    p.add_argument("targets", nargs="*", metavar="TARGET",
+                   help="HOST:PORT of an exporter (/metrics implied) or a full http:// URL")
+    p.add_argument("--prometheus", metavar="URL",
+                   help="read the metrics from this Prometheus server's query API instead")
+    p.add_argument("--interval", type=interval_seconds, default=2.0, metavar="SECONDS",
+                   help="seconds between refreshes (default 2)")
+    p.add_argument("--timeout", type=positive_float, default=2.0, metavar="SECONDS",
+                   help="per-request timeout (default 2)")
+    p.add_argument("--hot", type=positive_float, default=85.0, metavar="CELSIUS",
+                   help="alert when a GPU is at least this hot (default 85; a GPU at its "
+                   "slowdown temperature always alerts)")
+    p.add_argument("--once", action="store_true",
+                   help="read once, print a table (or --json) and exit")
+    p.add_argument("--json", action="store_true", help="with --once: print JSON")
     p.set_defaults(func=run)
 
 
+def make_poller(args: argparse.Namespace) -> Poller:
+    from gputui.fleet.scrape import (
+        FleetPoller,
+        PrometheusPoller,
+        TargetError,
+        parse_prometheus_url,
+        parse_target,
+    )
+
+    try:
+        if args.prometheus:
+            if args.targets:
+                raise UsageError("give either TARGETs or --prometheus, not both")
+            return PrometheusPoller(parse_prometheus_url(args.prometheus),
+                                    interval=args.interval, timeout=args.timeout,
+                                    hot_temp_c=args.hot)
+        if not args.targets:
+            raise UsageError("name at least one TARGET (HOST:PORT) or --prometheus URL")
+        targets = [parse_target(t) for t in args.targets]
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
+    return FleetPoller(targets, interval=args.interval, timeout=args.timeout,
+                       hot_temp_c=args.hot)
+
+
 def run(args: argparse.Namespace) -> int:
-    raise GputuiError("'fleet' is not available yet")
+    if args.json and not args.once:
+        raise UsageError("--json needs --once (the live view is a TUI)")
+    poller = make_poller(args)
+    try:
+        if args.once:
+            snap: FleetSnapshot = poller.poll(force=True)
+            if args.json:
+                json.dump(snap.to_dict(), sys.stdout, indent=2)
+                sys.stdout.write("\n")
+            else:
+                print_table(snap)
+            nothing = snap.error is not None or (
+                bool(snap.hosts) and all(h.state.value == "down" for h in snap.hosts))
+            if nothing:
+                print(f"gputui: {snap.error or 'no host answered'}", file=sys.stderr)
+            return 1 if nothing else 0
+        from gputui.ui.fleet_app import FleetApp
+
+        FleetApp(poller, interval=args.interval).run()
+        return 0
+    finally:
+        poller.close()
+
+
+def print_table(snap: FleetSnapshot) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from gputui.fleet.view import host_rows
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("HOST", "GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "STATE"):
+        table.add_column(col, no_wrap=col != "STATE")
+    for row in host_rows(snap):
+        table.add_row(*row.cells)
+    console = Console(highlight=False, width=max(120, Console().width))
+    console.print(table)
+    alerts = snap.alerts()
+    console.print(f"\n{len(alerts)} alert(s)" + (":" if alerts else ""))
+    for a in alerts:
+        console.print(f"  [{a.severity}] {a.text}", markup=False)

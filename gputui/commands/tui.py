@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from gputui.errors import GputuiError
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from gputui.cli import interval_seconds
@@ -18,4 +16,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    raise GputuiError("the live monitor is not available yet; try 'gputui snapshot'")
+    from gputui.ui.options import AppOptions
+
+    options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record)
+    # Imported here, not at the top: `gputui --help` and the subcommands never load textual.
+    from gputui.ui.app import run_app
+
+    # A bad --record path raises UsageError in run_app before the terminal is taken over.
+    return run_app(options)

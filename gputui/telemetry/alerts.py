@@ -177,7 +177,7 @@ class AlertEngine:
         if pct > self.mem_full_pct:
             total = g.mem_total_bytes or g.info.mem_total_bytes
             self._set(raised, "memory_full", g.index, now, "warning",
-                      f"GPU {g.index}: memory {pct:.0f}% full ({fmt_bytes(g.mem_used_bytes)} "
+                      f"GPU {g.index}: memory {pct:.1f}% full ({fmt_bytes(g.mem_used_bytes)} "
                       f"of {fmt_bytes(total)}); a larger batch or another process may run "
                       "out of memory")
         elif prev is not None and prev.active and pct < self.mem_rearm_pct:

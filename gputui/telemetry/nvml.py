@@ -54,10 +54,6 @@ def _text(value: bytes | str) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
-class _Unsupported(Exception):
-    pass
-
-
 @dataclass
 class _Device:
     index: int
@@ -191,13 +187,23 @@ class NvmlSource:
 
     # --- per-field calls ---------------------------------------------------------------
 
-    def _field(self, dev: _Device, name: str, fn: Callable[[], T]) -> T | None:
-        """One NVML read. NOT_SUPPORTED is remembered; GpuIsLost propagates."""
+    def _field(self, dev: _Device, name: str, fn: Callable[[], T], *,
+               newer_call: bool = False) -> T | None:
+        """One NVML read. NOT_SUPPORTED is remembered; GpuIsLost propagates.
+
+        With `newer_call`, a function this driver lacks propagates too, so that
+        `_fallback_call` can switch to the older form.
+        """
         if name in dev.unsupported:
             return None
         try:
             return fn()
-        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound):
+        except (pynvml.NVMLError_FunctionNotFound, pynvml.NVMLError_ArgumentVersionMismatch):
+            if newer_call:
+                raise
+            dev.unsupported.add(name)
+            return None
+        except pynvml.NVMLError_NotSupported:
             dev.unsupported.add(name)
             return None
         except pynvml.NVMLError_GpuIsLost:
@@ -221,30 +227,14 @@ class NvmlSource:
 
     def _fallback_call(self, dev: _Device, name: str, new: Callable[[], T],
                        old: Callable[[], T]) -> T | None:
-        if name in dev.unsupported:
-            return None
+        """Try the newer NVML call; on a driver that lacks it, use the older one from now on."""
         if name not in self._fallback:
             try:
-                return new()
+                return self._field(dev, name, new, newer_call=True)
             except (pynvml.NVMLError_FunctionNotFound,
                     pynvml.NVMLError_ArgumentVersionMismatch):
                 self._fallback.add(name)
-            except pynvml.NVMLError_NotSupported:
-                dev.unsupported.add(name)
-                return None
-            except pynvml.NVMLError_GpuIsLost:
-                raise
-            except pynvml.NVMLError:
-                return None
-        try:
-            return old()
-        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound):
-            dev.unsupported.add(name)
-            return None
-        except pynvml.NVMLError_GpuIsLost:
-            raise
-        except pynvml.NVMLError:
-            return None
+        return self._field(dev, name, old)
 
     # --- sampling ----------------------------------------------------------------------
 

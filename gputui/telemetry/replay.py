@@ -62,6 +62,9 @@ class ReplayPlayer:
         self._t = 0.0
         self._pos = 0
         self.playing = playing
+        # How many times the sampler was reset and refilled (seeks back or far ahead):
+        # consumers with their own state (an AlertEngine) compare it to start over too.
+        self.rebuilds = 0
         sampler.reset()
         sampler.ingest(self._snaps[0])
 
@@ -172,20 +175,24 @@ class ReplayPlayer:
     # --- feeding the sampler -------------------------------------------------------------
 
     def _go_to(self, target: int) -> None:
+        # `_pos` moves before each ingest so that a listener sees `position`/`current`
+        # describe the snapshot it is being handed (and can tell a rewind: it goes down).
         gap = self._offsets[target] - self._offsets[self._pos]
         if target > self._pos and gap <= REBUILD_WINDOW_S:
             for i in range(self._pos + 1, target + 1):
+                self._pos = i
                 self.sampler.ingest(self._snaps[i])
         else:
             self._rebuild(target)
-        self._pos = target
 
     def _rebuild(self, target: int) -> None:
         self.sampler.reset()
+        self.rebuilds += 1
         start = bisect.bisect_left(self._offsets, self._offsets[target] - REBUILD_WINDOW_S)
         # Quiet catch-up: history and throttle tracker only (no listeners, see module doc).
         # The player owns the sampler's feeding in replay mode, so no thread races here.
         for s in self._snaps[start:target]:
             self.sampler.history.append(s)
             self.sampler.tracker.update(s.gpus, s.time, s.mono)
+        self._pos = target
         self.sampler.ingest(self._snaps[target])

@@ -34,10 +34,19 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def gputui(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def gputui(*argv: str, env: dict[str, str] | None = None,
+           hook: str | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "gputui", *argv]
+    if hook is not None:
+        # Test hooks are not a CLI flag: inject one into the spec the CLI builds.
+        code = ("import sys, gputui.bench.runner as r; from gputui.cli import main; "
+                "orig = r.make_spec; "
+                f"r.make_spec = lambda *a, **k: orig(*a, **{{**k, 'test_hook': {hook!r}}}); "
+                "sys.exit(main(sys.argv[1:]))")
+        cmd = [sys.executable, "-c", code, *argv]
     return subprocess.run(
-        [sys.executable, "-m", "gputui", *argv], capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, timeout=WAIT_S,
+        cmd, capture_output=True, text=True, env={**os.environ, **(env or {})},
+        timeout=WAIT_S,
     )
 
 
@@ -180,6 +189,18 @@ def test_cuda_without_cuda_is_usage_error() -> None:
     assert_usage_error(proc, "CUDA")
     assert not (Path(os.environ["GPUTUI_DATA_DIR"]) / "results").exists() or not list(
         (Path(os.environ["GPUTUI_DATA_DIR"]) / "results").iterdir())
+
+
+@needs_torch
+def test_oom_is_reported_with_batch_and_suggestion(data_dir: Path) -> None:
+    proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "1",
+                  env={"GPUTUI_BENCH_TEST_HOOKS": "1"}, hook="oom")
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("gputui: ") and "out of memory" in last and "batch 2" in last
+    assert "try " in last and "Traceback" not in proc.stderr
+    (doc,) = results.history().results
+    assert doc["status"] == "failed" and doc["error"]["kind"] == "oom"
 
 
 @needs_torch

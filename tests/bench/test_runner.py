@@ -177,6 +177,17 @@ def test_grandchild_holding_stdout_is_reaped() -> None:
     assert_gone(int(line.split()[1]))
 
 
+def test_cancel_before_start_runs_nothing() -> None:
+    run = fake_run("ok")
+    run.cancel()
+    run.start()
+    assert run.wait(WAIT_S)
+    doc = run.result
+    assert doc is not None and doc["status"] == "cancelled"
+    assert run.pid is None
+    assert list(run.events()) == []
+
+
 def test_worker_that_cannot_start_is_a_failed_result() -> None:
     run = BenchRun(make_spec("cnn-infer", device="cpu"), worker_cmd=["/nonexistent/worker"])
     doc = run.run()

@@ -6,11 +6,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.containers import Grid, Vertical, VerticalScroll
-from textual.widget import Widget
+from textual.geometry import Region
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
 from gputui.telemetry.model import DeviceInfo, GpuSample
@@ -48,14 +51,17 @@ def window_label(seconds: float) -> str:
 class TextLine(Static):
     """A Static that repaints (without a layout pass) only when its text changed."""
 
-    def set_text(self, text: str | Text, severity: str | None = None) -> None:
-        key = (text.markup if isinstance(text, Text) else text, severity)
-        if getattr(self, "_last_key", None) == key:
+    _last_key: tuple[str, str | None] | None = None
+
+    def set_text(self, text: str, severity: str | None = None) -> None:
+        """Plain text (never markup: process names and errors may contain brackets)."""
+        key = (text, severity)
+        if self._last_key == key:
             return
         self._last_key = key
         self.set_class(severity == "warning", "-warning")
         self.set_class(severity == "error", "-error")
-        self.update(text, layout=False)
+        self.update(Text(text), layout=False)
 
 
 class GpuPanel(Widget):
@@ -89,6 +95,8 @@ class GpuPanel(Widget):
         self.border_title = f"GPU {info.index} · {info.name}"
         self.border_subtitle = info.pci_bus_id
         self._scales: dict[str, float] = {}
+        self._pending: GpuFrame | None = None
+        self._ready = False
 
     def compose(self) -> ComposeResult:
         for metric, label in HISTORY_METRICS:
@@ -100,29 +108,59 @@ class GpuPanel(Widget):
         yield Gauge("SM", id="g-clock_sm_mhz", value_width=13)
         yield TextLine("", classes="state", id="state")
 
+    def on_mount(self) -> None:
+        # Looked up once: update_frame runs every tick for every GPU.
+        self._gauges = {g.id.removeprefix("g-"): g for g in self.query(Gauge) if g.id}
+        self._sparks = {s.metric: s for s in self.query(FixedSparkline)}
+        self._pstate = self.query_one("#pstate", TextLine)
+        self._state = self.query_one("#state", TextLine)
+        self._ready = True
+        if self._pending is not None:
+            self.update_frame(self._pending)
+
     def update_frame(self, f: GpuFrame) -> None:
+        if not self._ready:  # a frame that arrives while mounting is shown on mount
+            self._pending = f
+            return
         g = f.sample
         views = gauges(g)
         for metric, _label in HISTORY_METRICS:
-            v = views[metric]
-            self.query_one(f"#g-{metric}", Gauge).set(v.fraction, v.text, v.severity)
             scale = metric_scale(g, metric)
             if scale:  # a lost GPU has no limits: keep the scale the history was drawn on
                 self._scales[metric] = scale
-            self.query_one(f"#s-{metric}", FixedSparkline).set_source(
-                f.history, f.seconds, self._scales.get(metric))
-        fan = views["fan"]
-        self.query_one("#g-fan", Gauge).set(fan.fraction, fan.text, fan.severity)
-        clk = views["clock_sm_mhz"]
-        self.query_one("#g-clock_sm_mhz", Gauge).set(clk.fraction, clk.text, clk.severity)
-        self.query_one("#pstate", TextLine).set_text(pstate_text(g))
+            self._sparks[metric].set_source(f.history, f.seconds, self._scales.get(metric))
+        for key, gauge in self._gauges.items():
+            v = views[key]
+            gauge.set(v.fraction, v.text, v.severity)
+        self._pstate.set_text(pstate_text(g))
         st = state(g, f.episode, f.now)
-        self.query_one("#state", TextLine).set_text(Text(st.text), st.severity)
+        self._state.set_text(st.text, st.severity)
         self.set_class(st.severity == "warning", "-throttling")
         self.set_class(st.severity == "error", "-lost")
         subtitle = f"{g.info.pci_bus_id} · history {window_label(f.seconds)}"
         if self.border_subtitle != subtitle:
             self.border_subtitle = subtitle
+
+
+def _changed_end(old: object, new: tuple[tuple[str, str | None], ...]) -> int | None:
+    """One past the last cell that differs between two rows of (text, style class) parts;
+    None when there is nothing to compare with (repaint it all)."""
+    if not isinstance(old, tuple):
+        return None
+
+    def cells(parts: tuple[tuple[str, str | None], ...]) -> list[tuple[str, str | None]]:
+        return [(ch, cls) for text, cls in parts for ch in text]
+
+    a, b = cells(old), cells(new)  # type: ignore[arg-type]
+    if any(cell_len(ch) != 1 for ch, _ in b) or any(cell_len(ch) != 1 for ch, _ in a):
+        return None  # wide characters: cell and character positions differ
+    n = max(len(a), len(b))
+    a += [("", None)] * (n - len(a))
+    b += [("", None)] * (n - len(b))
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i]:
+            return i + 1
+    return 0
 
 
 class GpuRow(Widget):
@@ -149,21 +187,28 @@ class GpuRow(Widget):
     def update_frame(self, f: GpuFrame) -> None:
         self._frame = f
         key = self._parts_key(self.size.width)
-        if key != self._key:
-            self._key = key
+        if key == self._key:
+            return
+        old, self._key = self._key, key
+        end = _changed_end(old, key)
+        if end is None or not self.size.width:
             self.refresh()
+        else:
+            # Textual writes a widget's line from its left edge up to the end of the
+            # refreshed region: stop at the last changed cell, not the row's end.
+            self.refresh(Region(0, 0, min(end, self.size.width), 1))
 
     def on_resize(self) -> None:
         self._key = None
         self.refresh()
 
-    def _parts_key(self, width: int) -> object:
+    def _parts_key(self, width: int) -> tuple[tuple[str, str | None], ...]:
         return tuple((t, s) for t, s, _ in self._parts(width))
 
     def _parts(self, width: int) -> list[tuple[str, str | None, int]]:
         """(text, component class or None, priority); lower priority is kept longer."""
         f = self._frame
-        name = f"{self.info.index:>2} {short_name(self.info.name)[:16]:<16}"
+        name = f"{self.info.index:>2} {short_name(self.info.name)[:15]:<15}"
         if f is None:
             return [(name, "gpurow--name", 0)]
         g = f.sample
@@ -177,7 +222,9 @@ class GpuRow(Widget):
         def add(label: str, key: str, prio: int, width_: int) -> None:
             gv = v[key]
             cls = {"warning": "gpurow--warning", "error": "gpurow--error"}.get(gv.severity or "")
-            parts.append((f" {label}", "gpurow--label", prio))
+            # Labels share the values' (default) style: one segment for the plain run of
+            # the row instead of one escape per label, which is what an SSH link pays for.
+            parts.append((f" {label}", None, prio))
             parts.append((f" {gv.text:>{width_}}", cls, prio))
 
         add("GPU", "util_gpu_pct", 1, 4)
@@ -186,9 +233,9 @@ class GpuRow(Widget):
             vals = f.history.buckets(self.info.index, "util_gpu_pct", f.seconds, spark_w)
             parts.append((" " + sparkline_rows(vals, 100.0)[0], "gpurow--spark", 8))
         add("MEMC", "util_mem_pct", 7, 4)
-        add("VRAM", "mem_used_bytes", 3, 13)
+        add("VRAM", "mem_used_bytes", 4, 11)
         add("PWR", "power_w", 5, 8)
-        add("TEMP", "temp_c", 4, 7)
+        add("TEMP", "temp_c", 3, 7)
         add("SM", "clock_sm_mhz", 6, 12)
         parts.append(("  " + st.short, sev_cls, 2))
         budget = width
@@ -225,6 +272,9 @@ class GpuArea(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.indices: tuple[int, ...] = ()
+        self._infos: tuple[DeviceInfo, ...] = ()
+        self._panels: dict[int, GpuPanel] = {}
+        self._rows: dict[int, GpuRow] = {}
         self.compact = False
         self.columns = 1
 
@@ -233,29 +283,46 @@ class GpuArea(VerticalScroll):
         yield Vertical(id="rows")
 
     async def set_devices(self, infos: tuple[DeviceInfo, ...]) -> None:
+        """Mount widgets for these GPUs: only the kind shown now (panels or rows).
+
+        The other kind is mounted when the layout first switches to it: 8 panels are
+        ~130 widgets, and mounting what is not shown costs start-up time and frames.
+        Call set_layout first, so the first frame already has the right kind.
+        """
         indices = tuple(i.index for i in infos)
         if indices == self.indices:
             return
-        self.indices = indices
         panels = self.query_one("#panels", Grid)
         rows = self.query_one("#rows", Vertical)
         await panels.remove_children()
         await rows.remove_children()
-        await panels.mount_all([GpuPanel(i, id=f"gpu-{i.index}") for i in infos])
-        await rows.mount_all([GpuRow(i, id=f"row-{i.index}") for i in infos])
+        self._panels, self._rows = {}, {}
+        self._infos = infos
+        self.indices = indices
+        await self._mount_kind(self.compact)
+
+    def _mount_kind(self, compact: bool) -> AwaitComplete | AwaitMount:
+        """Mount the rows (compact) or panels for the current GPUs, if not yet mounted."""
+        if compact and not self._rows and self._infos:
+            self._rows = {i.index: GpuRow(i, id=f"row-{i.index}") for i in self._infos}
+            return self.query_one("#rows", Vertical).mount_all(list(self._rows.values()))
+        if not compact and not self._panels and self._infos:
+            self._panels = {i.index: GpuPanel(i, id=f"gpu-{i.index}") for i in self._infos}
+            return self.query_one("#panels", Grid).mount_all(list(self._panels.values()))
+        return AwaitComplete.nothing()
 
     def set_layout(self, compact: bool, columns: int) -> None:
         if compact != self.compact:
             self.compact = compact
             self.set_class(compact, "-compact")
+            self._mount_kind(compact)  # not awaited: panels show their frame on mount
         if columns != self.columns:
             self.columns = columns
             self.query_one("#panels", Grid).styles.grid_size_columns = columns
 
     def update_frames(self, frames: list[GpuFrame]) -> None:
-        kind: type[Widget] = GpuRow if self.compact else GpuPanel
-        prefix = "row" if self.compact else "gpu"
+        widgets = self._rows if self.compact else self._panels
         for f in frames:
-            for w in self.query(f"#{prefix}-{f.sample.index}"):
-                if isinstance(w, kind):
-                    w.update_frame(f)  # type: ignore[attr-defined]
+            w = widgets.get(f.sample.index)
+            if w is not None:
+                w.update_frame(f)

@@ -76,7 +76,7 @@ def gauges(g: GpuSample) -> dict[str, GaugeView]:
     mem_frac = _frac(g.mem_used_bytes, total)
     out["mem_used_bytes"] = GaugeView(
         mem_frac,
-        NA if g.mem_used_bytes is None else f"{gib(g.mem_used_bytes)}/{gib(total)}GiB",
+        NA if g.mem_used_bytes is None else f"{gib(g.mem_used_bytes)}/{gib(total)}G",
         _level(mem_frac, 0.85, 0.95))
     p_frac = _frac(g.power_w, g.power_limit_w)
     if g.power_w is None:
@@ -141,7 +141,8 @@ def state(g: GpuSample, episode: ThrottleEpisode | None, now: datetime) -> State
         since = episode.start if episode else None
         base = episode.clock_sm_before_mhz if episode else None
         text = explain(g, since=since, now=now, base_clock_sm_mhz=base)
-        short = state_words(g.throttle_mask)
+        # Compact rows are short of room: "HW thermal" still names the cause.
+        short = state_words(g.throttle_mask).replace(" slowdown", "")
         if episode is not None:
             short += f" {fmt_duration(episode.duration_s(now))}"
         return StateView(f"⚠ THROTTLED: {text}", "warning", f"⚠ {short}")

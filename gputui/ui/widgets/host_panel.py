@@ -12,7 +12,8 @@ from textual.widget import Widget
 
 from gputui.telemetry.model import HostSample
 from gputui.ui.widgets.gauge import Gauge
-from gputui.ui.widgets.gpu_panel import TextLine, gib
+from gputui.ui.widgets.gpu_panel import TextLine
+from gputui.ui.widgets.gpu_view import gib
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 LABEL = "CORE "

@@ -1,4 +1,14 @@
-"""GPU processes: a DataTable updated in place (rows diffed by key), sortable by column."""
+"""GPU processes: a DataTable updated in place (rows diffed by key), sortable by column.
+
+Column widths are set here, never measured by the DataTable ("auto width"). Textual
+caches each rendered cell keyed by the table's update counter, not by the column's
+width, and measures auto-width columns later, on idle, without invalidating that cache.
+A frame drawn between `add_row` and the idle handler therefore kept the narrow
+rendering for good: PID 5150 showed as `515` (USER, RSS, COMMAND were cut too) until
+some other cell changed. Here the widths are computed from the rows as they are added,
+before anything can be drawn, and every cached cell is dropped when a width changes.
+COMMAND takes whatever width is left, and a long command ends in an ellipsis.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.coordinate import Coordinate
+from textual.geometry import Size
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist, RowKey
 
@@ -22,6 +34,7 @@ class Column:
     raw: Callable[[GpuProcess, float], Any]  # the value sorted on
     show: Callable[[GpuProcess, float], str]
     right: bool = False
+    max_width: int = 0  # cells, without padding (longer values end in "…"); 0: no limit
 
 
 def _age(p: GpuProcess, now: float) -> float | None:
@@ -31,7 +44,7 @@ def _age(p: GpuProcess, now: float) -> float | None:
 COLUMNS: tuple[Column, ...] = (
     Column("gpu", "GPU", lambda p, _n: p.gpu_index, lambda p, _n: str(p.gpu_index), True),
     Column("pid", "PID", lambda p, _n: p.pid, lambda p, _n: str(p.pid), True),
-    Column("user", "USER", lambda p, _n: p.user, lambda p, _n: p.user or NA),
+    Column("user", "USER", lambda p, _n: p.user, lambda p, _n: p.user or NA, False, 12),
     Column("gpu_mem", "GPU MEM", lambda p, _n: p.gpu_mem_bytes,
            lambda p, _n: fmt_bytes(p.gpu_mem_bytes), True),
     Column("cpu", "CPU%", lambda p, _n: p.cpu_pct,
@@ -42,6 +55,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("command", "COMMAND", lambda p, _n: p.command, lambda p, _n: p.command or NA),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+COMMAND_MIN_WIDTH = 12
 
 
 class Cell:
@@ -77,20 +91,61 @@ class ProcessTable(DataTable[Cell]):
         self.sort_column = "gpu_mem"
         self.sort_reverse = True
         self.processes: dict[str, GpuProcess] = {}
+        self._shown: dict[str, list[Cell]] = {}  # the cells of each row, as shown
         self._now = 0.0
 
     def on_mount(self) -> None:
         for c in COLUMNS:
-            self.add_column(self._label(c), key=c.key)
+            self.add_column(self._label(c), key=c.key, width=cell_len(c.label))
         self.border_title = "Processes"
+        self._fit_columns()
+
+    def _wanted_widths(self) -> dict[str, int]:
+        """Each column as wide as its label (with the sort mark) and its widest value;
+        COMMAND gets what is left of the table's width."""
+        widths: dict[str, int] = {}
+        for i, c in enumerate(COLUMNS[:-1]):
+            w = max([cell_len(c.label) + (c.key == self.sort_column),
+                     *(row[i].text.cell_len for row in self._shown.values())])
+            widths[c.key] = min(w, c.max_width) if c.max_width else w
+        pad = 2 * self.cell_padding
+        avail = self.size.width
+        if self.row_count + self.header_height > self.size.height:  # a vertical scrollbar
+            avail -= self.styles.scrollbar_size_vertical
+        widths["command"] = max(COMMAND_MIN_WIDTH,
+                                avail - sum(w + pad for w in widths.values()) - pad)
+        return widths
+
+    def _fit_columns(self) -> None:
+        """Set the column widths; drop every cached rendering if one changed."""
+        if not self.columns:
+            return
+        changed = False
+        for key, width in self._wanted_widths().items():
+            column = self.columns[self.columns_key(key)]
+            if column.width != width:
+                column.width = width
+                changed = True
+        if not changed:
+            return
+        # DataTable's caches are keyed by its update counter, not by widths: clear them.
+        self._clear_caches()
+        self.virtual_size = Size(sum(c.get_render_width(self) for c in self.columns.values()),
+                                 self.virtual_size.height)
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._fit_columns()
 
     def _label(self, c: Column) -> Text:
         mark = ("▼" if self.sort_reverse else "▲") if c.key == self.sort_column else ""
         return Text(c.label + mark, justify="right" if c.right else "left")
 
     def _cells(self, p: GpuProcess) -> list[Cell]:
+        # no_wrap + ellipsis: a value wider than its column ends in "…", never wraps.
         return [Cell(c.raw(p, self._now),
-                     Text(c.show(p, self._now), justify="right" if c.right else "left"))
+                     Text(c.show(p, self._now), justify="right" if c.right else "left",
+                          no_wrap=True, overflow="ellipsis", end=""))
                 for c in COLUMNS]
 
     def update_processes(self, procs: tuple[GpuProcess, ...], now: float) -> None:
@@ -102,19 +157,24 @@ class ProcessTable(DataTable[Cell]):
         for key in list(self.processes):
             if key not in new:
                 self.remove_row(key)
+                del self._shown[key]
                 changed = True
         for key, p in new.items():
             cells = self._cells(p)
             if key not in self.processes:
                 self.add_row(*cells, key=key)
+                self._shown[key] = cells
                 changed = True
                 continue
-            old = self.get_row(key)
+            old = self._shown[key]
             for col, (a, b) in zip(COLUMN_KEYS, zip(old, cells, strict=True), strict=True):
                 if a != b:
                     self.update_cell(key, col, b)
                     changed = True
+            self._shown[key] = cells
         self.processes = new
+        if changed:
+            self._fit_columns()  # before anything is drawn: see the module docstring
         title = f"Processes ({len(new)})"
         if self.border_title != title:
             self.border_title = title
@@ -162,6 +222,7 @@ class ProcessTable(DataTable[Cell]):
         self.sort_column, self.sort_reverse = column, reverse
         for c in COLUMNS:
             self.columns[self.columns_key(c.key)].label = self._label(c)
+        self._fit_columns()  # the sort mark moved to another column
         self._sort(self.selected_key())
         self.refresh()
 

@@ -1,0 +1,461 @@
+"""Reading metrics pages (gputui or dcgm-exporter) and Prometheus' query API into fleet records.
+
+All of it blocks (urllib with a timeout) and is meant to run off the event loop:
+the Textual view calls `poll()` in a thread worker, `fleet --once` calls it directly.
+One host's failure is that host's state; it never stops the others.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from gputui.fleet.model import (
+    HOT_TEMP_C,
+    FleetGpu,
+    FleetHost,
+    FleetSnapshot,
+    HostReading,
+    HostState,
+)
+
+DEFAULT_TIMEOUT_S = 2.0
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a runaway page must not eat the monitor's memory
+MAX_BACKOFF_S = 60.0
+MIB = 1024 * 1024
+USER_AGENT = "gputui-fleet"
+
+# The series the fleet view reads. Newer DCGM calls the throttle field CLOCKS_EVENT_REASONS.
+GPU_METRICS = (
+    "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_TOTAL",
+    "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_SLOWDOWN_TEMP", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gputui_gpu_lost",
+)
+HOST_METRICS = (
+    "gputui_up", "gputui_nvml_error_info", "gputui_host_cpu_percent",
+    "gputui_host_memory_used_bytes", "gputui_host_memory_total_bytes",
+)
+_WANTED = frozenset(GPU_METRICS + HOST_METRICS)
+
+Sample = tuple[str, dict[str, str], float]
+
+
+class TargetError(ValueError):
+    """Not HOST:PORT or an http(s) URL (a usage error)."""
+
+
+class ScrapeError(Exception):
+    def __init__(self, message: str, *, down: bool) -> None:
+        super().__init__(message)
+        self.down = down  # True: no answer at all; False: answered with something unusable
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str  # what the user typed, tidied (host:port or the URL)
+    url: str
+
+
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})"
+                       r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$")
+
+
+def _check_host(host: str, text: str) -> None:
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    if not _HOSTNAME.match(host):
+        raise TargetError(f"not a host name or IP address: {host!r} in {text!r}")
+
+
+def _check_port(port: str, text: str) -> int:
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise TargetError(f"not a port number (1-65535): {port!r} in {text!r}")
+    return int(port)
+
+
+def parse_target(text: str) -> Target:
+    """`host:port` (→ http://host:port/metrics), `[v6]:port`, or a full http(s) URL."""
+    raw = text.strip()
+    if "://" in raw:
+        parts = urllib.parse.urlsplit(raw)
+        if parts.scheme not in ("http", "https"):
+            raise TargetError(f"only http:// and https:// URLs are supported: {text!r}")
+        try:
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            raise TargetError(f"bad port in {text!r}") from None
+        if not host:
+            raise TargetError(f"no host in {text!r}")
+        _check_host(host, text)
+        if port is not None and port == 0:
+            raise TargetError(f"not a port number (1-65535): 0 in {text!r}")
+        path = parts.path if parts.path not in ("", "/") else "/metrics"
+        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+        return Target(raw, url)
+    if raw.startswith("["):
+        close = raw.find("]")
+        if close < 0 or raw[close + 1:close + 2] != ":":
+            raise TargetError(f"not HOST:PORT: {text!r}")
+        host, port_text = raw[1:close], raw[close + 2:]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise TargetError(f"not an IPv6 address: {host!r} in {text!r}") from None
+        port = _check_port(port_text, text)
+        return Target(raw, f"http://[{host}]:{port}/metrics")
+    host, sep, port_text = raw.rpartition(":")
+    if not sep or not host:
+        raise TargetError(f"not HOST:PORT: {text!r} (e.g. gpu-node-1:9400)")
+    if ":" in host:
+        raise TargetError(f"not HOST:PORT: {text!r} (write IPv6 as [::1]:9400)")
+    _check_host(host, text)
+    port = _check_port(port_text, text)
+    return Target(raw, f"http://{host}:{port}/metrics")
+
+
+# --- HTTP ------------------------------------------------------------------------------
+
+# No proxies: the fleet is reached directly, and an http_proxy meant for the internet
+# must not swallow (or leak) requests to the monitored hosts.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def fetch_text(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> str:
+    req = urllib.request.Request(url, headers={
+        "User-Agent": USER_AGENT, "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+    try:
+        with _OPENER.open(req, timeout=timeout) as resp:
+            body = resp.read(MAX_BODY_BYTES + 1)
+            charset = resp.headers.get_content_charset() or "utf-8"
+    except urllib.error.HTTPError as exc:
+        raise ScrapeError(f"HTTP {exc.code} {exc.reason}", down=False) from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        text = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason
+        raise ScrapeError(str(text), down=True) from None
+    except TimeoutError:
+        raise ScrapeError(f"timed out after {timeout:g} s", down=True) from None
+    except (ConnectionError, OSError) as exc:
+        raise ScrapeError(exc.strerror or str(exc), down=True) from None
+    except ValueError as exc:  # http.client rejects a reply that is not HTTP at all
+        raise ScrapeError(f"not an HTTP answer ({exc})", down=False) from None
+    if len(body) > MAX_BODY_BYTES:
+        raise ScrapeError(f"page larger than {MAX_BODY_BYTES // MIB} MiB", down=False)
+    return body.decode(charset, errors="replace")
+
+
+# --- metrics pages -----------------------------------------------------------------------
+
+
+def parse_metrics(text: str) -> HostReading:
+    """One metrics page → a HostReading. ScrapeError (down=False) if it is not one."""
+    samples: list[Sample] = []
+    seen_any = False
+    try:
+        for fam in text_string_to_metric_families(text):
+            seen_any = True
+            for s in fam.samples:
+                if s.name in _WANTED:
+                    samples.append((s.name, dict(s.labels), float(s.value)))
+    except Exception as exc:  # the parser raises ValueError, IndexError, … on garbage
+        first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise ScrapeError(f"malformed metrics page: {first}", down=False) from None
+    if not samples:
+        what = "no DCGM_FI_DEV_* or gputui_* metrics on the page" if seen_any \
+            else "empty metrics page"
+        raise ScrapeError(what, down=False)
+    return reading_from_samples(samples)
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None or v != v else v  # NaN means "no value" in Prometheus
+
+
+def reading_from_samples(samples: Iterable[Sample]) -> HostReading:
+    """Build one host's reading from (name, labels, value) series, whichever the source."""
+    per_gpu: dict[tuple[str, str], dict[str, Any]] = {}
+    host: dict[str, Any] = {}
+    hostname: str | None = None
+    exporter: str | None = None
+    for name, labels, value in samples:
+        if name.startswith("gputui_"):
+            exporter = "gputui"
+        elif exporter is None:
+            exporter = "dcgm-exporter"
+        if name in HOST_METRICS:
+            if name == "gputui_nvml_error_info":
+                host["nvml_error"] = labels.get("reason") or "NVML unavailable"
+            else:
+                host[name] = value
+            hostname = hostname or labels.get("Hostname")
+            continue
+        key = (labels.get("gpu", ""), labels.get("UUID", ""))
+        g = per_gpu.setdefault(key, {"model": labels.get("modelName", "")})
+        g.setdefault(name, value)  # first series wins (MIG adds per-instance duplicates)
+        hostname = hostname or labels.get("Hostname")
+    gpus = []
+    for (index, uuid), g in per_gpu.items():
+        used = _num(g.get("DCGM_FI_DEV_FB_USED"))
+        free = _num(g.get("DCGM_FI_DEV_FB_FREE"))
+        total = _num(g.get("DCGM_FI_DEV_FB_TOTAL"))
+        if total is None and used is not None and free is not None:
+            total = used + free + (_num(g.get("DCGM_FI_DEV_FB_RESERVED")) or 0)
+        mask = _num(g.get("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+                          g.get("DCGM_FI_DEV_CLOCKS_EVENT_REASONS")))
+        gpus.append(FleetGpu(
+            gpu=index, uuid=uuid, model=g["model"],
+            util_pct=_num(g.get("DCGM_FI_DEV_GPU_UTIL")),
+            mem_used_bytes=None if used is None else int(used * MIB),
+            mem_total_bytes=None if total is None else int(total * MIB),
+            power_w=_num(g.get("DCGM_FI_DEV_POWER_USAGE")),
+            temp_c=_num(g.get("DCGM_FI_DEV_GPU_TEMP")),
+            slowdown_temp_c=_num(g.get("DCGM_FI_DEV_SLOWDOWN_TEMP")),
+            clock_sm_mhz=_num(g.get("DCGM_FI_DEV_SM_CLOCK")),
+            throttle_mask=None if mask is None else int(mask),
+            lost=bool(g.get("gputui_gpu_lost")),
+        ))
+    gpus.sort(key=lambda x: x.sort_key)
+    mem_used = _num(host.get("gputui_host_memory_used_bytes"))
+    mem_total = _num(host.get("gputui_host_memory_total_bytes"))
+    return HostReading(
+        gpus=tuple(gpus), hostname=hostname, exporter=exporter,
+        nvml_error=host.get("nvml_error"),
+        cpu_pct=_num(host.get("gputui_host_cpu_percent")),
+        mem_used_bytes=None if mem_used is None else int(mem_used),
+        mem_total_bytes=None if mem_total is None else int(mem_total),
+    )
+
+
+def scrape(target: Target, timeout: float = DEFAULT_TIMEOUT_S) -> HostReading:
+    return parse_metrics(fetch_text(target.url, timeout))
+
+
+# --- polling many targets --------------------------------------------------------------
+
+
+class Poller(Protocol):
+    """What the CLI and the Textual view need: a blocking poll, and close at the end."""
+
+    def poll(self, force: bool = False) -> FleetSnapshot: ...
+
+    def close(self) -> None: ...
+
+
+def backoff_s(failures: int, interval: float, cap: float = MAX_BACKOFF_S) -> float:
+    """Wait before retrying a host that failed `failures` times in a row: interval, 2×, 4×…"""
+    if failures <= 0:
+        return 0.0
+    return min(max(cap, interval), interval * 2 ** min(failures - 1, 16))
+
+
+@dataclass
+class _TargetState:
+    target: Target
+    host: FleetHost
+    next_at: float = 0.0  # monotonic time of the next attempt
+    inflight: Future[HostReading] | None = None
+
+
+class FleetPoller:
+    """Scrapes every due target concurrently; remembers state, last-seen and backoff.
+
+    `poll()` blocks for at most about `timeout` seconds and is safe to call from a
+    worker thread; calls are serialised by a lock.
+    """
+
+    def __init__(self, targets: Iterable[Target], *, interval: float = 2.0,
+                 timeout: float = DEFAULT_TIMEOUT_S, hot_temp_c: float = HOT_TEMP_C,
+                 clock: Callable[[], float] = time.monotonic,
+                 scrape_fn: Callable[[Target, float], HostReading] = scrape) -> None:
+        self.interval = interval
+        self.timeout = timeout
+        self.hot_temp_c = hot_temp_c
+        self._clock = clock
+        self._scrape = scrape_fn
+        self._states = [_TargetState(t, FleetHost(target=t.name, url=t.url)) for t in targets]
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(32, len(self._states))),
+                                        thread_name_prefix="gputui-scrape")
+        self._lock = threading.Lock()
+
+    def poll(self, force: bool = False) -> FleetSnapshot:
+        with self._lock:
+            now = self._clock()
+            for st in self._states:
+                if st.inflight is None and (force or st.next_at <= now):
+                    st.inflight = self._pool.submit(self._scrape, st.target, self.timeout)
+            pending = [st.inflight for st in self._states if st.inflight is not None]
+            # urllib's timeout bounds each socket operation, not the whole exchange: a
+            # server that trickles bytes could hold a worker longer, so wait with a bound
+            # and report such a host as timed out (its request is left to finish alone).
+            wait_futures(pending, timeout=self.timeout + 1.0)
+            now = self._clock()
+            for st in self._states:
+                fut = st.inflight
+                if fut is None:
+                    if st.host.state is HostState.DOWN:
+                        st.host = replace(st.host, retry_in_s=max(0.0, st.next_at - now))
+                    continue
+                if not fut.done():
+                    if force or st.host.state is HostState.PENDING or now >= st.next_at:
+                        self._failed(st, ScrapeError(
+                            f"no complete answer within {self.timeout + 1.0:g} s", down=True), now)
+                    continue
+                st.inflight = None
+                try:
+                    reading = fut.result()
+                except ScrapeError as exc:
+                    self._failed(st, exc, now)
+                except Exception as exc:  # a bug in parsing one page stays with that host
+                    self._failed(st, ScrapeError(f"{type(exc).__name__}: {exc}", down=False),
+                                 now)
+                else:
+                    st.host = FleetHost(target=st.target.name, url=st.target.url,
+                                        state=HostState.UP, reading=reading,
+                                        last_seen=datetime.now(UTC))
+                    st.next_at = now
+            return FleetSnapshot(time=datetime.now(UTC), source="targets",
+                                 hosts=tuple(st.host for st in self._states),
+                                 hot_temp_c=self.hot_temp_c)
+
+    def _failed(self, st: _TargetState, exc: ScrapeError, now: float) -> None:
+        failures = st.host.failures + 1
+        if exc.down:
+            wait = backoff_s(failures, self.interval)
+            state = HostState.DOWN
+        else:
+            wait = 0.0  # it answers: ask again next interval, no need to back off
+            state = HostState.ERROR
+        st.next_at = now + wait
+        st.host = FleetHost(target=st.target.name, url=st.target.url, state=state,
+                            reading=HostReading(), error=str(exc),
+                            last_seen=st.host.last_seen, failures=failures,
+                            retry_in_s=wait if exc.down else None)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# --- Prometheus' HTTP API --------------------------------------------------------------
+
+
+def prometheus_query_url(base: str, query: str) -> str:
+    return base.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
+
+
+def parse_prometheus_url(text: str) -> str:
+    raw = text.strip()
+    if "://" not in raw:
+        raw = "http://" + raw
+    parts = urllib.parse.urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetError(f"not a Prometheus URL: {text!r} (e.g. http://prometheus:9090)")
+    try:
+        parts.port  # noqa: B018 -- raises on a bad port
+    except ValueError:
+        raise TargetError(f"bad port in {text!r}") from None
+    _check_host(parts.hostname, text)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+
+GPU_SERIES_QUERY = '{__name__=~"%s"}' % "|".join(GPU_METRICS + HOST_METRICS)  # noqa: UP031
+
+
+def query_prometheus(base: str, query: str, timeout: float = DEFAULT_TIMEOUT_S
+                     ) -> list[dict[str, Any]]:
+    """The `result` list of an instant query; ScrapeError when the server fails."""
+    text = fetch_text(prometheus_query_url(base, query), timeout)
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise ScrapeError("Prometheus answered with something that is not JSON",
+                          down=False) from None
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        err = doc.get("error") if isinstance(doc, dict) else None
+        raise ScrapeError(f"Prometheus query failed: {err or 'unexpected answer'}", down=False)
+    data = doc.get("data") or {}
+    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+        raise ScrapeError("Prometheus answered with an unexpected result type", down=False)
+    return data["result"]
+
+
+def _series(result: list[dict[str, Any]]) -> Iterable[tuple[dict[str, str], float]]:
+    for item in result:
+        try:
+            labels = dict(item["metric"])
+            value = float(item["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        yield labels, value
+
+
+class PrometheusPoller:
+    """The same fleet, read from a Prometheus server instead of each host.
+
+    Hosts are grouped by the `instance` label (two exporters on one machine stay
+    apart), named by their `Hostname` label. A host is down when Prometheus' own
+    `up` series for it is 0, in a job that has served GPU metrics.
+    """
+
+    def __init__(self, url: str, *, interval: float = 2.0, timeout: float = DEFAULT_TIMEOUT_S,
+                 hot_temp_c: float = HOT_TEMP_C) -> None:
+        self.url = url
+        self.interval = interval
+        self.timeout = timeout
+        self.hot_temp_c = hot_temp_c
+        self._gpu_jobs: set[str] = set()
+        self._last_seen: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+
+    def poll(self, force: bool = False) -> FleetSnapshot:
+        with self._lock:
+            now = datetime.now(UTC)
+            try:
+                series = query_prometheus(self.url, GPU_SERIES_QUERY, self.timeout)
+                up = query_prometheus(self.url, "up", self.timeout)
+            except ScrapeError as exc:
+                return FleetSnapshot(time=now, source=self.url, hot_temp_c=self.hot_temp_c,
+                                     error=f"Prometheus at {self.url}: {exc}")
+            groups: dict[str, list[Sample]] = {}
+            for labels, value in _series(series):
+                name = labels.pop("__name__", "")
+                instance = labels.get("instance") or labels.get("Hostname") or "?"
+                if "job" in labels:
+                    self._gpu_jobs.add(labels["job"])
+                groups.setdefault(instance, []).append((name, labels, value))
+            hosts: dict[str, FleetHost] = {}
+            for instance, samples in groups.items():
+                self._last_seen[instance] = now
+                hosts[instance] = FleetHost(target=instance, url=None, state=HostState.UP,
+                                            reading=reading_from_samples(samples),
+                                            last_seen=now)
+            for labels, value in _series(up):
+                instance = labels.get("instance", "?")
+                if value == 0 and labels.get("job") in self._gpu_jobs:
+                    hosts[instance] = FleetHost(
+                        target=instance, url=None, state=HostState.DOWN,
+                        error="Prometheus cannot scrape it (up == 0)",
+                        last_seen=self._last_seen.get(instance))
+            ordered = tuple(hosts[k] for k in sorted(hosts))
+            return FleetSnapshot(time=now, source=self.url, hosts=ordered,
+                                 hot_temp_c=self.hot_temp_c)
+
+    def close(self) -> None:
+        pass

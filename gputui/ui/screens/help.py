@@ -1,0 +1,65 @@
+"""`?`: every key, in one table."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+# (key, what it does, section). The app's bindings are built from the same facts,
+# but this list also names the keys other widgets own (table navigation, palette).
+KEYS: tuple[tuple[str, str, str], ...] = (
+    ("q", "quit", "General"),
+    ("?", "this help", "General"),
+    ("ctrl+p", "command palette (themes, window, compact, alerts)", "General"),
+    ("a", "alerts: throttle episodes and active alerts", "General"),
+    ("c", "compact / full GPU panels (automatic by size until pressed)", "View"),
+    ("w", "history window: 1 / 5 / 15 min", "View"),
+    ("t", "next theme", "View"),
+    ("↑ ↓ PgUp PgDn", "move in the process table", "Processes"),
+    ("s / S", "sort by next column / reverse order (or click a header)", "Processes"),
+    ("k", "send SIGTERM to the selected process (asks first)", "Processes"),
+    ("K", "send SIGKILL to the selected process (asks first)", "Processes"),
+    ("space", "pause / play", "Replay"),
+    (". / ,", "step one snapshot forward / back", "Replay"),
+    ("→ / ←", "seek 10 s forward / back", "Replay"),
+    ("] / [", "speed ×2 / ÷2", "Replay"),
+    ("home / end", "jump to start / end", "Replay"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 84; max-width: 96%; height: auto; max-height: 90%;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    """
+    BINDINGS = [  # noqa: RUF012
+        Binding("escape,q,question_mark", "dismiss", "Close"),
+    ]
+
+    def __init__(self, replay: bool = False) -> None:
+        super().__init__()
+        self.replay = replay
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        section = ""
+        for key, what, sec in KEYS:
+            if sec == "Replay" and not self.replay:
+                continue
+            if sec != section:
+                section = sec
+                table.add_row(Text(sec, style="underline"), "")
+            table.add_row(key, what)
+        with VerticalScroll() as v:
+            v.border_title = "Keys (esc closes)"
+            yield Static(table)

@@ -1,0 +1,152 @@
+"""One-line header: host, versions, the snapshot's time, interval, alerts (or replay state)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.geometry import Size
+from textual.widget import Widget
+
+from gputui.telemetry.units import fmt_duration
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderInfo:
+    hostname: str = ""
+    driver: str | None = None
+    cuda: str | None = None
+    time: datetime | None = None  # the snapshot's time, never now(): stable screenshots
+    interval_s: float = 1.0
+    alerts: int = 0
+    errors: int = 0
+    skipped_ticks: int = 0
+    replay: str | None = None  # recording file name, in replay mode
+    playing: bool = False
+    speed: float = 1.0
+    elapsed_s: float = 0.0
+    duration_s: float = 0.0
+
+
+def _interval(s: float) -> str:
+    return f"{s:g}s"
+
+
+class _Part(Widget):
+    """One side of the header; its own widget so the clock's change every tick rewrites
+    only the right-hand side of the line, not all of it (what an SSH link pays for)."""
+
+    DEFAULT_CSS = """
+    _Part { height: 1; width: 1fr; }
+    _Part.-right { width: auto; }
+    """
+
+    def __init__(self, *, classes: str | None = None) -> None:
+        super().__init__(classes=classes)
+        self.text = Text(no_wrap=True, end="")
+
+    def set_text(self, text: Text) -> None:
+        if text == self.text:
+            return
+        grew = text.cell_len != self.text.cell_len
+        self.text = text
+        # Only the auto-width right side needs a layout pass, and only when it resized.
+        self.refresh(layout=grew and self.has_class("-right"))
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return self.text.cell_len
+
+    def render(self) -> Text:
+        return self.text
+
+
+class AppHeader(Widget):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "header--title", "header--muted", "header--warning", "header--error", "header--ok",
+    }
+    DEFAULT_CSS = """
+    AppHeader {
+        dock: top; height: 1; layout: horizontal; background: $panel; color: $foreground;
+    }
+    AppHeader > .header--title { color: $accent; text-style: bold; }
+    AppHeader > .header--muted { color: $text-muted; }
+    AppHeader > .header--warning { color: $warning; text-style: bold; }
+    AppHeader > .header--error { color: $error; text-style: bold; }
+    AppHeader > .header--ok { color: $success; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.info = HeaderInfo()
+        self._left = _Part()
+        self._right = _Part(classes="-right")
+
+    def compose(self) -> ComposeResult:
+        yield self._left
+        yield self._right
+
+    def on_mount(self) -> None:
+        self._draw()
+
+    def set_info(self, info: HeaderInfo) -> None:
+        if info != self.info:
+            self.info = info
+            self._draw()
+
+    def on_app_theme_changed(self) -> None:  # pragma: no cover - styles are re-read
+        self._draw()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self.is_mounted:
+            self._draw()
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"header--{name}")
+
+    def _draw(self) -> None:
+        left, right = self.texts()
+        left.overflow = "ellipsis"  # narrow terminal: the time and alerts matter more
+        self._right.set_text(right)
+        self._left.set_text(left)
+
+    def texts(self) -> tuple[Text, Text]:
+        """(left, right) of the header line for the current info."""
+        i = self.info
+        left = Text(no_wrap=True, end="")
+        left.append(" gputui", self._style("title"))
+        if i.replay:
+            left.append(" REPLAY ", self._style("warning"))
+            left.append(i.replay, self._style("muted"))
+        if i.hostname:
+            left.append(f"  {i.hostname}")
+        drv = f"  driver {i.driver or 'N/A'}  CUDA {i.cuda or 'N/A'}"
+        left.append(drv, self._style("muted"))
+
+        right = Text(no_wrap=True, end="")
+        right.append(" ")  # at least one cell between the two sides
+        if i.time is not None:
+            stamp = i.time.astimezone()
+            right.append(f"{stamp:%Y-%m-%d %H:%M:%S}" if i.replay else f"{stamp:%H:%M:%S}")
+        if i.replay:
+            state = "▶ playing" if i.playing else "⏸ paused"
+            right.append(f"  {state} ×{i.speed:g}", self._style("ok" if i.playing else "warning"))
+            right.append(f"  {fmt_duration(i.elapsed_s)}/{fmt_duration(i.duration_s)}",
+                         self._style("muted"))
+        else:
+            right.append(f"  every {_interval(i.interval_s)}", self._style("muted"))
+            if i.skipped_ticks:
+                right.append(f"  {i.skipped_ticks} late", self._style("warning"))
+        if i.alerts:
+            style = "error" if i.errors else "warning"
+            sym = "✖" if i.errors else "⚠"
+            right.append(f"  {sym} {i.alerts} alert{'s' if i.alerts != 1 else ''}",
+                         self._style(style))
+        else:
+            right.append("  ✓ no alerts", self._style("ok"))
+        right.append(" ")
+        return left, right

@@ -1,0 +1,149 @@
+"""The real `gputui` in a real terminal (tmux) against the fake NVML library."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.tmux import TmuxSession, gputui_command
+from tests.fakenvml.harness import FakeNvmlLib, scenario_path
+
+pytestmark = pytest.mark.e2e
+
+Start = Callable[..., TmuxSession]
+
+
+def test_shows_both_gpus(tui: Start, fake_nvml_lib: FakeNvmlLib,
+                         isolated_env: dict[str, str]) -> None:
+    env = fake_nvml_lib.env(scenario_path("two_gpus"), base=isolated_env)
+    session = tui(env)
+    screen = session.wait_for(["NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090"],
+                              timeout=30)
+    assert "Traceback" not in screen
+
+
+def test_throttle_alert_appears(tui: Start, fake_nvml_lib: FakeNvmlLib,
+                                isolated_env: dict[str, str]) -> None:
+    # throttle.conf: GPU 0 is in HW thermal slowdown from second 3 to second 8 of the
+    # fake library's clock, which starts when gputui loads it.
+    env = fake_nvml_lib.env(scenario_path("throttle"), base=isolated_env)
+    session = tui(env)
+    session.wait_for("NVIDIA A100-SXM4-80GB", timeout=30)
+    session.wait_for("HW thermal slowdown", timeout=12)
+
+
+def test_q_quits(tui: Start, fake_nvml_lib: FakeNvmlLib,
+                 isolated_env: dict[str, str]) -> None:
+    env = fake_nvml_lib.env(scenario_path("two_gpus"), base=isolated_env)
+    session = tui(env)
+    session.wait_for("NVIDIA A100-SXM4-80GB", timeout=30)
+    session.send_keys("q")
+    assert session.wait_exit(timeout=20) == 0
+
+
+def test_without_nvml_shows_the_reason(tui: Start, isolated_env: dict[str, str]) -> None:
+    # No fake library on LD_LIBRARY_PATH and no driver here: host-only monitor.
+    session = tui(isolated_env, unset=("LD_LIBRARY_PATH", "FAKENVML_SCENARIO"))
+    screen = session.wait_for("NVML library not found", timeout=30)
+    assert "Traceback" not in screen
+    session.send_keys("q")
+    assert session.wait_exit(timeout=20) == 0
+
+
+def test_replay_plays_a_recording(tui: Start, isolated_env: dict[str, str],
+                                  tmp_path: Path) -> None:
+    from gputui.telemetry.record import Recorder
+    from tests.unit.factories import gpu, snapshot
+
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, interval=1.0)
+    for i in range(30):
+        rec.write(snapshot(i, [gpu(0, throttle_mask=0x40 if 2 <= i < 20 else 0, temp_c=88)]))
+    rec.close()
+    with path.open("a") as fh:
+        fh.write('{"time": "20')  # a crash mid-line: warned about, not fatal
+    session = tui(isolated_env, "replay", str(path), "--speed", "4",
+                  unset=("LD_LIBRARY_PATH", "FAKENVML_SCENARIO"))
+    session.wait_for("NVIDIA A100-SXM4-80GB #0", timeout=30)
+    session.wait_for("HW thermal slowdown", timeout=15)
+    session.send_keys("q")
+    assert session.wait_exit(timeout=20) == 0
+
+
+def _gputui_pid(session: TmuxSession) -> int:
+    """The gputui process in the pane (the pane's process is the `sh` status wrapper)."""
+    import psutil
+
+    pane_pid = int(session.tmux("list-panes", "-t", session.name, "-F",
+                                "#{pane_pid}").split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for child in psutil.Process(pane_pid).children(recursive=True):
+            if any("gputui" in part for part in child.cmdline()[:2]):
+                return child.pid
+        time.sleep(0.05)
+    raise AssertionError(f"no gputui process under pane pid {pane_pid}")
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        proc.wait(timeout)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.TimeoutExpired:
+        return False
+    return True
+
+
+def _kill_leftover(pid: int) -> None:
+    import psutil
+
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(pid).kill()
+
+
+@pytest.mark.parametrize("how", ["kill-server", "sigkill-server", "sigkill-no-sighup"])
+def test_gputui_exits_when_its_terminal_goes_away(fake_nvml_lib: FakeNvmlLib,
+                                                  isolated_env: dict[str, str],
+                                                  how: str) -> None:
+    """An SSH drop or a killed tmux must not leave gputui running (orphans spun at 23 % CPU).
+
+    kill-server: tmux sends SIGHUP to the pane's processes. SIGKILL to the server: the
+    pty's master side just closes (the kernel still hangs up the pane's process group).
+    sigkill-no-sighup: the same with SIGHUP ignored, so only the dead tty tells (reads
+    give EOF, tcgetattr EIO): gputui's terminal watcher must notice.
+    """
+    import psutil
+
+    env = fake_nvml_lib.env(scenario_path("two_gpus"), base=isolated_env)
+    command = gputui_command()
+    if how == "sigkill-no-sighup":
+        command = [sys.executable, str(Path(__file__).with_name("gputui_ignoring_sighup.py"))]
+    session = TmuxSession(command, env=env, width=120, height=40)
+    pid = None
+    try:
+        session.start()
+        session.wait_for("NVIDIA A100-SXM4-80GB", timeout=30)
+        pid = _gputui_pid(session)
+        if how == "kill-server":
+            session.tmux("kill-server")
+        else:
+            server = int(session.tmux("display-message", "-p", "#{pid}").strip())
+            os.kill(server, signal.SIGKILL)
+        gone = _wait_gone(pid, timeout=10)
+        status = "gone" if gone else psutil.Process(pid).status()
+        assert gone, f"gputui (pid {pid}) still running ({status}) 10 s after tmux {how}"
+    finally:
+        if pid is not None:
+            _kill_leftover(pid)
+        session.close()

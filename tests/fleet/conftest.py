@@ -1,0 +1,212 @@
+"""Helpers for the fleet tests: real `gputui export` subprocesses over the fake NVML library,
+a garbage HTTP server and free loopback ports. Everything binds to 127.0.0.1 and is
+terminated in teardown."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.fakenvml.harness import FakeNvmlLib, write_scenario
+
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT_S = 20.0
+NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def free_port() -> int:
+    """A port nobody listens on right now (bind to port 0, read it, close)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def gputui_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gputui", *args]
+
+
+def http_get(url: str, timeout: float = 5.0) -> str:
+    with NO_PROXY.open(url, timeout=timeout) as resp:
+        return resp.read().decode()
+
+
+Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def parse_page(text: str) -> Series:
+    """{(sample name, labels): value}, through prometheus_client's own parser."""
+    out: Series = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(series: Series, name: str, **labels: str) -> float:
+    """The one sample of `name` whose labels include `labels`."""
+    hits = [v for (n, ls), v in series.items()
+            if n == name and set(labels.items()) <= set(ls)]
+    assert len(hits) == 1, f"{name}{labels}: {len(hits)} matches"
+    return hits[0]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
+             step: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = predicate()
+        except Exception as exc:  # not ready yet
+            last_exc = exc
+        else:
+            if result:
+                return result
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what} ({last_exc!r})")
+
+
+@dataclass
+class Exporter:
+    proc: subprocess.Popen[bytes]
+    port: int
+    stdout: Path
+    stderr: Path
+
+    @property
+    def target(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.target}/metrics"
+
+    def scrape(self) -> Series:
+        return parse_page(http_get(self.url))
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return int(self.proc.returncode)
+
+
+ExporterFactory = Callable[..., Exporter]
+
+
+@pytest.fixture
+def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[ExporterFactory]:
+    """start_exporter(scenario (path, shipped name or dict), hostname=..., interval=...)."""
+    started: list[Exporter] = []
+
+    def start(scenario: str | os.PathLike[str] | Mapping[str, Any], *, hostname: str,
+              interval: float = 0.5) -> Exporter:
+        n = len(started)
+        if isinstance(scenario, Mapping):
+            scenario = write_scenario(tmp_path / f"exporter{n}.conf", scenario)
+        env = fake_nvml_lib.env(scenario)
+        out, err = tmp_path / f"exporter{n}.out", tmp_path / f"exporter{n}.err"
+        # Port 0: the exporter picks a free port itself and announces it, so no other
+        # process can grab it between our choice and its bind.
+        with out.open("wb") as o, err.open("wb") as e:
+            proc = subprocess.Popen(
+                gputui_cmd("export", "--listen", f"{LOOPBACK}:0", "--interval", str(interval),
+                           "--hostname", hostname),
+                env=env, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
+        exp = Exporter(proc, 0, out, err)
+        started.append(exp)
+
+        def announced() -> int | None:
+            if proc.poll() is not None:
+                raise AssertionError(f"exporter exited {proc.returncode}: {err.read_text()}")
+            for line in out.read_text().splitlines():
+                if "serving metrics on http://" in line:
+                    return int(line.rsplit(":", 1)[1].split("/", 1)[0])
+            return None
+
+        exp.port = wait_for(announced, START_TIMEOUT_S, "the exporter to announce its port")
+        # Ready when the first snapshot is served (host metrics come with every snapshot).
+        wait_for(lambda: "gputui_host_memory_total_bytes" in http_get(exp.url), START_TIMEOUT_S,
+                 "the first snapshot on /metrics")
+        return exp
+
+    try:
+        yield start
+    finally:
+        for exp in started:
+            exp.stop()
+
+
+class GarbageServer:
+    """Answers every GET with 200 and a page that is not Prometheus text."""
+
+    BODY = b"<html><body>{{{ this is not a metrics page }}}</body></html>\n"
+
+    def __init__(self) -> None:
+        body = self.BODY
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def target(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def garbage_server() -> Iterator[GarbageServer]:
+    srv = GarbageServer()
+    try:
+        yield srv
+    finally:
+        srv.close()
+
+
+@contextlib.contextmanager
+def listening_socket() -> Iterator[int]:
+    """A port that is in use (bound and listening) for the duration."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((LOOPBACK, 0))
+        s.listen(1)
+        yield int(s.getsockname()[1])
+    finally:
+        s.close()

@@ -1,0 +1,127 @@
+"""`gputui fleet --prometheus` against a real Prometheus server scraping real exporters.
+
+Needs the `prometheus` binary (Debian package `prometheus`, /usr/bin/prometheus);
+skipped only where it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gputui.fleet.model import HostState
+from gputui.fleet.scrape import PrometheusPoller
+from gputui.ui.fleet_app import FleetApp
+from tests.fleet.conftest import (
+    LOOPBACK,
+    ExporterFactory,
+    free_port,
+    gputui_cmd,
+    http_get,
+    wait_for,
+)
+
+PROMETHEUS = shutil.which("prometheus") or (
+    "/usr/bin/prometheus" if Path("/usr/bin/prometheus").is_file() else None)
+
+pytestmark = pytest.mark.skipif(
+    PROMETHEUS is None,
+    reason="the prometheus server binary is not installed (apt-get install -y prometheus)")
+
+
+@dataclass
+class PromSetup:
+    url: str
+    good: list[str]
+    down: str
+
+
+def _query(url: str, q: str) -> list[dict]:
+    doc = json.loads(http_get(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": q})))
+    assert doc["status"] == "success"
+    return doc["data"]["result"]
+
+
+@pytest.fixture
+def prom(start_exporter: ExporterFactory, tmp_path: Path) -> Iterator[PromSetup]:
+    a = start_exporter("two_gpus", hostname="node-a")
+    b = start_exporter("throttle", hostname="node-b")
+    down = f"{LOOPBACK}:{free_port()}"
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    targets = ", ".join(f"'{t}'" for t in (a.target, b.target, down))
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: gpus\n"
+        f"    static_configs:\n      - targets: [{targets}]\n")
+    log = (tmp_path / "prometheus.log").open("wb")
+    assert PROMETHEUS is not None
+    proc = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address={LOOPBACK}:{port}", "--storage.tsdb.retention.time=1h"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://{LOOPBACK}:{port}"
+    try:
+        wait_for(lambda: proc.poll() is None and http_get(f"{url}/-/ready"), 30,
+                 "Prometheus to be ready", step=0.2)
+
+        def scraped() -> bool:
+            instances = {r["metric"].get("instance") for r in _query(url, "DCGM_FI_DEV_GPU_UTIL")}
+            downs = {r["metric"].get("instance") for r in _query(url, "up == 0")}
+            return {a.target, b.target} <= instances and down in downs
+
+        wait_for(scraped, 30, "Prometheus to scrape the exporters", step=0.3)
+        yield PromSetup(url, [a.target, b.target], down)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+def test_once_json_from_prometheus(prom: PromSetup) -> None:
+    proc = subprocess.run(gputui_cmd("fleet", "--once", "--json", "--prometheus", prom.url),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    hosts = {h["target"]: h for h in doc["hosts"]}
+    a, b = hosts[prom.good[0]], hosts[prom.good[1]]
+    assert (a["state"], a["hostname"]) == ("up", "node-a")
+    assert [g["gpu"] for g in a["gpus"]] == ["0", "1"]
+    assert a["gpus"][0]["power_w"] == 312.0 and a["gpus"][0]["util_gpu_pct"] == 87
+    assert a["gpus"][0]["mem_used_bytes"] == 40960 * 1024 * 1024
+    assert (b["state"], b["hostname"], len(b["gpus"])) == ("up", "node-b", 2)
+    assert hosts[prom.down]["state"] == "down"
+    assert ("down", prom.down) in {(al["kind"], al["host"]) for al in doc["alerts"]}
+
+
+def test_unreachable_prometheus_is_exit_1() -> None:
+    proc = subprocess.run(
+        gputui_cmd("fleet", "--once", "--prometheus", f"http://{LOOPBACK}:{free_port()}"),
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("gputui: Prometheus at ")
+
+
+async def test_fleet_app_over_prometheus(prom: PromSetup) -> None:
+    app = FleetApp(PrometheusPoller(prom.url, interval=0.5), interval=0.5)
+    async with app.run_test(size=(180, 40)) as pilot:
+        for _ in range(200):
+            if app.snapshot is not None:
+                break
+            await pilot.pause(0.1)
+        snap = app.snapshot
+        assert snap is not None and snap.error is None
+        states = {h.target: h.state for h in snap.hosts}
+        assert states[prom.good[0]] is HostState.UP and states[prom.down] is HostState.DOWN
+        await pilot.press("q")

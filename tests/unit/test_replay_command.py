@@ -1,0 +1,95 @@
+"""`gputui replay`: error paths as real subprocesses; the happy path with run_app faked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from gputui.cli import main
+from gputui.commands import replay as replay_cmd
+from gputui.telemetry import replay as replay_mod
+from gputui.telemetry.record import Recorder
+from gputui.ui.options import AppOptions
+from tests.unit.factories import gpu, snapshot
+
+
+def _gputui(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def _one_line_usage_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gputui: "), proc.stderr
+    for needle in needles:
+        assert needle in lines[0]
+    assert proc.stdout == ""
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    _one_line_usage_error(_gputui("replay", str(missing)), "no such recording", str(missing))
+
+
+def test_not_a_recording(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("these are my notes\n")
+    _one_line_usage_error(_gputui("replay", str(path)), "is not a gputui recording")
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    _one_line_usage_error(_gputui("replay", str(path)), "no snapshots")
+
+
+def test_a_directory(tmp_path: Path) -> None:
+    proc = _gputui("replay", str(tmp_path))
+    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("speed", ["0", "-1", "fast", "100", "0.01", "nan"])
+def test_bad_speed(tmp_path: Path, speed: str) -> None:
+    _one_line_usage_error(_gputui("replay", str(tmp_path / "x.jsonl"), "--speed", speed))
+
+
+def test_no_file_given() -> None:
+    _one_line_usage_error(_gputui("replay"))
+
+
+def test_speed_bounds_match_the_player() -> None:
+    assert (replay_cmd.MIN_SPEED, replay_cmd.MAX_SPEED) == (replay_mod.MIN_SPEED,
+                                                            replay_mod.MAX_SPEED)
+
+
+def test_warnings_then_the_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "crashed.jsonl"
+    rec = Recorder(path, interval=1.0)
+    for i in range(3):
+        rec.write(snapshot(i, [gpu(0)]))
+    rec.close()
+    with path.open("a") as fh:
+        fh.write('{"time": "2026-')  # the recorder died mid-line
+    seen: list[AppOptions] = []
+
+    def run_app(options: AppOptions) -> int:
+        seen.append(options)
+        return 0
+
+    fake = types.ModuleType("gputui.ui.app")
+    fake.run_app = run_app  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gputui.ui.app", fake)
+    assert main(["replay", str(path), "--speed", "8", "--theme", "gputui-light"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("gputui: warning: ") and "truncated" in err[0]
+    (opts,) = seen
+    assert opts.replay is not None and len(opts.replay.snapshots) == 3
+    assert opts.replay_speed == 8.0 and opts.theme == "gputui-light"
