@@ -20,12 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gputui.telemetry.nvml import ALL_FIELDS  # noqa: E402
+from gputui.telemetry.nvml import ALL_FIELDS, MONITOR_FIELDS  # noqa: E402
 from gputui.telemetry.sampler import Sampler  # noqa: E402
 from tests.fakenvml.harness import FakeNvml, build_library, scenario_path  # noqa: E402
 
 FIELD_SETS = {
-    "tui (no PCIe throughput)": ALL_FIELDS - {"pcie_throughput"},
+    "tui (fields it shows)": MONITOR_FIELDS,
+    "tui --record (no PCIe throughput)": ALL_FIELDS - {"pcie_throughput"},
     "watch/snapshot (all fields)": ALL_FIELDS,
 }
 
@@ -60,10 +61,10 @@ def main() -> None:
         fake = FakeNvml(lib, Path(tmp))
         try:
             print(f"8 fake GPUs, {args.ticks} ticks at 1 Hz (fake clock), in-process")
-            print(f"{'field set':<30} {'NVML calls/tick':>16} {'CPU ms/tick (median)':>21}")
+            print(f"{'field set':<34} {'NVML calls/tick':>16} {'CPU ms/tick (median)':>21}")
             for label, fields in FIELD_SETS.items():
                 r = measure(fake, frozenset(fields), args.ticks)
-                print(f"{label:<30} {r['calls_per_tick']:>16.1f} {r['cpu_ms_median']:>21.2f}")
+                print(f"{label:<34} {r['calls_per_tick']:>16.1f} {r['cpu_ms_median']:>21.2f}")
                 for fn, n in r["by_fn"].items():  # type: ignore[union-attr]
                     print(f"    {fn:<44} {n:6.2f}/tick")
         finally:

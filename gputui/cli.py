@@ -8,6 +8,7 @@ imports what it needs inside its `run` function.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -80,4 +81,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         # `gputui watch | head` closes our stdout; that is a normal way to stop.
+        _silence_stdout()
         return 0
+    except OSError as exc:
+        # A full disk or a vanished file while writing output: one line, not a traceback.
+        _silence_stdout()
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"gputui: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

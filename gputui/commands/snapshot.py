@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -26,7 +27,8 @@ def take_snapshot() -> Snapshot:
     from gputui.telemetry.sampler import Sampler
 
     started = time.monotonic()
-    sampler = Sampler.open(interval=1.0, process_every=1)
+    # One reading: every field is due, slow ones too (violation time needs two reads).
+    sampler = Sampler.open(interval=1.0, process_every=1, slow_every=1)
     try:
         if sampler.nvml is not None:
             sampler.nvml.read()  # primes counters that are deltas (violation time)
@@ -47,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
     from gputui.commands.snapshot_view import render_snapshot
 
     console = Console(highlight=False)
-    for item in render_snapshot(snap):
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        # Piped or redirected: nobody's screen to fit, so keep every column.
+        console = Console(highlight=False, width=200)
+    for item in render_snapshot(snap, console.width):
         console.print(item)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rich.console import RenderableType
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
@@ -44,7 +45,43 @@ def _pcie(g: GpuSample) -> str:
     return f"Gen{gen} x{width}{cap}"
 
 
-def render_snapshot(s: Snapshot) -> Iterator[RenderableType]:
+# Below this many columns the two wide GPU tables cannot show every column: use one
+# card per GPU instead (nvidia-smi -q style), so a narrow terminal loses nothing.
+WIDE_MIN_COLUMNS = 150
+
+
+def _gpu_card(g: GpuSample) -> RenderableType:
+    grid = Table.grid(padding=(0, 2))
+    for _ in range(2):
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+    title = f"GPU {g.index} · {g.info.name} · {g.info.pci_bus_id}"
+    if g.lost or g.error:
+        why = "GPU is lost" if g.lost else f"unavailable: {g.error}"
+        grid.add_row(Text(why, style="bold red"), "", "", "")
+        return Panel(grid, title=title, title_align="left", expand=False)
+    rows = [
+        ("Util", fmt_pct(g.util_gpu_pct), "Mem-Ctl", fmt_pct(g.util_mem_pct)),
+        ("Memory", _of(fmt_bytes(g.mem_used_bytes, unit="MiB"),
+                       fmt_bytes(g.mem_total_bytes, unit="MiB")),
+         "Power", _of(fmt_w(g.power_w), fmt_w(g.power_limit_w))),
+        ("Temp", _temp(g), "Fan", fmt_pct(g.fan_pct)),
+        ("SM clock", _of(fmt_mhz(g.clock_sm_mhz), fmt_mhz(g.info.clock_sm_max_mhz)),
+         "Mem clock", _of(fmt_mhz(g.clock_mem_mhz), fmt_mhz(g.info.clock_mem_max_mhz))),
+        ("Perf", NA if g.pstate is None else f"P{g.pstate}", "PCIe", _pcie(g)),
+        ("PCIe RX", fmt_rate(g.pcie_rx_bps), "PCIe TX", fmt_rate(g.pcie_tx_bps)),
+        ("Energy", fmt_j(g.energy_j), "ECC uncorr.",
+         NA if g.ecc_uncorrected is None else str(g.ecc_uncorrected)),
+    ]
+    for row in rows:
+        grid.add_row(*row)
+    words = state_words(g.throttle_mask)
+    grid.add_row("Clocks events", Text(words, style="bold red" if is_throttling(
+        g.throttle_mask) else ""), "", "")
+    return Panel(grid, title=title, title_align="left", expand=False)
+
+
+def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[RenderableType]:
     sysinfo = s.system
     head = Text()
     head.append(f"{s.host.hostname}  ", style="bold")
@@ -54,7 +91,10 @@ def render_snapshot(s: Snapshot) -> Iterator[RenderableType]:
     yield head
     if s.nvml_error:
         yield Text(f"No GPU data: {s.nvml_error}", style="bold yellow")
-    if s.gpus:
+    if s.gpus and width < WIDE_MIN_COLUMNS:
+        for g in s.gpus:
+            yield _gpu_card(g)
+    elif s.gpus:
         main = Table(title="GPUs", title_justify="left", expand=False, pad_edge=False)
         for col in ("GPU", "Name", "Bus-Id", "Util", "Mem-Ctl", "Memory used / total",
                     "Power / limit", "Temp", "Fan", "SM clock / max", "Perf"):

@@ -7,14 +7,17 @@ One host's failure is that host's state; it never stops the others.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import ipaddress
 import json
+import math
 import re
+import socket
+import ssl
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -132,34 +135,157 @@ def parse_target(text: str) -> Target:
 
 
 # --- HTTP ------------------------------------------------------------------------------
+#
+# http.client directly, not urllib: urllib's timeout bounds each socket read, so a host
+# that sends its headers and then one byte every second would hold a scrape forever. Here
+# every request has one overall deadline: a watchdog shuts the socket down when it passes
+# (that unblocks a read stuck anywhere, in the status line, the headers or the body), and
+# the body is read in chunks that check the deadline too. No proxies: the fleet is reached
+# directly, and an http_proxy meant for the internet must not swallow (or leak) requests to
+# the monitored hosts.
 
-# No proxies: the fleet is reached directly, and an http_proxy meant for the internet
-# must not swallow (or leak) requests to the monitored hosts.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+MAX_REDIRECTS = 3
+
+
+class _Deadline:
+    """Shuts the connection's socket down once `seconds` have passed (a daemon timer)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.expired = threading.Event()
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def watch(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._conn = conn
+        if self.expired.is_set():
+            self._fire()
+
+    def _fire(self) -> None:
+        self.expired.set()
+        with self._lock:
+            sock = self._conn.sock if self._conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def check(self) -> None:
+        if self.expired.is_set() or self.left() <= 0:
+            raise self.error()
+
+    def error(self) -> ScrapeError:
+        return ScrapeError(f"timed out: no complete answer within {self.seconds:g} s",
+                           down=True)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:60] + ("…" if len(line) > 60 else "")
+
+
+def _get_once(url: str, deadline: _Deadline) -> tuple[int, str, http.client.HTTPMessage,
+                                                       bytes]:
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    timeout = max(0.001, deadline.left())
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        conn = http.client.HTTPSConnection(host, parts.port, timeout=timeout,
+                                           context=ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(host, parts.port, timeout=timeout)
+    deadline.watch(conn)
+    try:
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn.request("GET", path, headers={
+            "User-Agent": USER_AGENT, "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+            "Connection": "close"})
+        deadline.check()
+        resp = conn.getresponse()
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            deadline.check()
+            chunk = resp.read1(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise ScrapeError(f"page larger than {MAX_BODY_BYTES // MIB} MiB", down=False)
+            chunks.append(chunk)
+        deadline.check()  # a shutdown by the watchdog looks like an early end of the page
+        return resp.status, resp.reason, resp.headers, b"".join(chunks)
+    finally:
+        conn.close()
 
 
 def fetch_text(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> str:
-    req = urllib.request.Request(url, headers={
-        "User-Agent": USER_AGENT, "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+    """GET `url` and return its body; ScrapeError (down or not) for anything else.
+
+    The whole exchange, connection to last byte (redirects included), ends within
+    `timeout` seconds, except for a host name lookup, which no socket option can bound
+    (the poller never waits for that longer than the timeout either).
+    """
+    deadline = _Deadline(timeout)
     try:
-        with _OPENER.open(req, timeout=timeout) as resp:
-            body = resp.read(MAX_BODY_BYTES + 1)
-            charset = resp.headers.get_content_charset() or "utf-8"
-    except urllib.error.HTTPError as exc:
-        raise ScrapeError(f"HTTP {exc.code} {exc.reason}", down=False) from None
-    except urllib.error.URLError as exc:
-        reason = exc.reason
-        text = reason.strerror if isinstance(reason, OSError) and reason.strerror else reason
-        raise ScrapeError(str(text), down=True) from None
-    except TimeoutError:
-        raise ScrapeError(f"timed out after {timeout:g} s", down=True) from None
-    except (ConnectionError, OSError) as exc:
-        raise ScrapeError(exc.strerror or str(exc), down=True) from None
-    except ValueError as exc:  # http.client rejects a reply that is not HTTP at all
-        raise ScrapeError(f"not an HTTP answer ({exc})", down=False) from None
-    if len(body) > MAX_BODY_BYTES:
-        raise ScrapeError(f"page larger than {MAX_BODY_BYTES // MIB} MiB", down=False)
-    return body.decode(charset, errors="replace")
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                status, reason, headers, body = _get_once(url, deadline)
+            except ScrapeError:
+                raise
+            except Exception as exc:
+                if deadline.expired.is_set():
+                    raise deadline.error() from None
+                raise _http_error(exc, timeout) from None
+            if status in (301, 302, 303, 307, 308) and headers.get("Location"):
+                url = urllib.parse.urljoin(url, headers["Location"])
+                if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+                    raise ScrapeError(f"redirected to a non-HTTP URL: {url}", down=False)
+                continue
+            if status != 200:
+                raise ScrapeError(f"HTTP {status} {reason}".rstrip(), down=False)
+            charset = headers.get_content_charset() or "utf-8"
+            try:
+                return body.decode(charset, errors="replace")
+            except LookupError:  # a charset Python does not know
+                return body.decode("utf-8", errors="replace")
+        raise ScrapeError(f"more than {MAX_REDIRECTS} redirects", down=False)
+    finally:
+        deadline.cancel()
+
+
+def _http_error(exc: Exception, timeout: float) -> ScrapeError:
+    if isinstance(exc, TimeoutError):
+        return ScrapeError(f"timed out: no complete answer within {timeout:g} s", down=True)
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return ScrapeError("closed the connection without answering", down=True)
+    if isinstance(exc, http.client.BadStatusLine):
+        said = _first_line(str(exc.args[0] if exc.args else ""))
+        return ScrapeError("not an HTTP metrics endpoint" + (f" (it said {said!r})"
+                                                             if said else ""), down=False)
+    if isinstance(exc, http.client.IncompleteRead):
+        return ScrapeError("the answer ended early (incomplete page)", down=False)
+    if isinstance(exc, ssl.SSLError):
+        return ScrapeError(f"TLS error: {exc.reason or exc}", down=False)
+    if isinstance(exc, socket.gaierror):
+        return ScrapeError(f"cannot resolve host name ({exc.strerror or exc})", down=True)
+    if isinstance(exc, http.client.HTTPException):  # LineTooLong, UnknownProtocol, …
+        return ScrapeError(f"not an HTTP metrics endpoint ({type(exc).__name__})",
+                           down=False)
+    if isinstance(exc, OSError):
+        return ScrapeError(exc.strerror or str(exc) or type(exc).__name__, down=True)
+    return ScrapeError(f"{type(exc).__name__}: {exc}", down=False)
 
 
 # --- metrics pages -----------------------------------------------------------------------
@@ -186,7 +312,23 @@ def parse_metrics(text: str) -> HostReading:
 
 
 def _num(v: float | None) -> float | None:
-    return None if v is None or v != v else v  # NaN means "no value" in Prometheus
+    """A usable reading, or None: NaN ("no value" in Prometheus) and ±Inf are not readings."""
+    return None if v is None or not math.isfinite(v) else v
+
+
+# NVML's clocks-event reasons use bits 0x1..0x100 today, plus 0x8000000000000000 for
+# "unknown"; 32 low bits leave room for reasons a newer driver adds.
+_MASK_ROOM = 0xFFFF_FFFF | 0x8000_0000_0000_0000
+
+
+def _mask(v: float | None) -> int | None:
+    """A throttle bitmask, or None when the value cannot be one (negative, fractional,
+    infinite, NaN, or bits no NVML reason could set): decoding it would invent reasons."""
+    v = _num(v)
+    if v is None or v < 0 or v != int(v):
+        return None
+    m = int(v)
+    return m if m & ~_MASK_ROOM == 0 else None
 
 
 def reading_from_samples(samples: Iterable[Sample]) -> HostReading:
@@ -218,8 +360,8 @@ def reading_from_samples(samples: Iterable[Sample]) -> HostReading:
         total = _num(g.get("DCGM_FI_DEV_FB_TOTAL"))
         if total is None and used is not None and free is not None:
             total = used + free + (_num(g.get("DCGM_FI_DEV_FB_RESERVED")) or 0)
-        mask = _num(g.get("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-                          g.get("DCGM_FI_DEV_CLOCKS_EVENT_REASONS")))
+        mask = _mask(g.get("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+                           g.get("DCGM_FI_DEV_CLOCKS_EVENT_REASONS")))
         gpus.append(FleetGpu(
             gpu=index, uuid=uuid, model=g["model"],
             util_pct=_num(g.get("DCGM_FI_DEV_GPU_UTIL")),
@@ -229,8 +371,8 @@ def reading_from_samples(samples: Iterable[Sample]) -> HostReading:
             temp_c=_num(g.get("DCGM_FI_DEV_GPU_TEMP")),
             slowdown_temp_c=_num(g.get("DCGM_FI_DEV_SLOWDOWN_TEMP")),
             clock_sm_mhz=_num(g.get("DCGM_FI_DEV_SM_CLOCK")),
-            throttle_mask=None if mask is None else int(mask),
-            lost=bool(g.get("gputui_gpu_lost")),
+            throttle_mask=mask,
+            lost=bool(_num(g.get("gputui_gpu_lost"))),
         ))
     gpus.sort(key=lambda x: x.sort_key)
     mem_used = _num(host.get("gputui_host_memory_used_bytes"))

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import replace
 
 import psutil
 
 from gputui.telemetry.model import GpuProcess, HostSample
+
+# psutil's CPU % is a delta since the previous call; shorter windows are noise.
+MIN_CPU_WINDOW_S = 0.1
 
 
 class HostSource:
@@ -18,6 +22,7 @@ class HostSource:
         # first real reading covers one interval rather than reporting 0.
         psutil.cpu_percent(None)
         psutil.cpu_percent(None, percpu=True)
+        self._primed_at: float | None = time.monotonic()
         self._procs: dict[int, psutil.Process] = {}
 
     def read(self) -> HostSample:
@@ -27,10 +32,17 @@ class HostSource:
             load = tuple(round(x, 2) for x in os.getloadavg())
         except OSError:
             load = None
+        cpu = psutil.cpu_percent(None)
+        per_core = tuple(psutil.cpu_percent(None, percpu=True))
+        if self._primed_at is not None:
+            # Right after priming the delta covers a few ms and reads as a made-up 0 %.
+            if time.monotonic() - self._primed_at < MIN_CPU_WINDOW_S:
+                cpu, per_core = None, ()  # type: ignore[assignment]
+            self._primed_at = None
         return HostSample(
             hostname=self.hostname,
-            cpu_pct=psutil.cpu_percent(None),
-            cpu_per_core_pct=tuple(psutil.cpu_percent(None, percpu=True)),
+            cpu_pct=cpu,
+            cpu_per_core_pct=per_core,
             mem_used_bytes=int(vm.total - vm.available),
             mem_total_bytes=int(vm.total),
             swap_used_bytes=int(sw.used),

@@ -7,7 +7,7 @@ them to the UI, the CLI, the recorder and the exporter, which never mutate them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 
@@ -119,7 +119,6 @@ class Snapshot:
     nvml_error: str | None = None
     seq: int = 0
     skipped_ticks: int = 0
-    extra: dict[str, object] = field(default_factory=dict, compare=False)
 
     @property
     def time_iso(self) -> str:

@@ -21,9 +21,13 @@ from gputui.telemetry.units import cuda_version_str, kbps_to_bps, mj_to_j, mw_to
 
 T = TypeVar("T")
 
-# Fields a consumer may ask for beyond the always-read core; PCIe throughput is
-# the expensive one (NVML samples the link for ~20 ms per call).
-ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "energy"})
+# Fields a consumer may ask for beyond the always-read core, so that a consumer
+# pays only for what it shows. PCIe throughput is the expensive one (NVML samples
+# the link for ~20 ms per call).
+ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "energy",
+                        "clock_mem"})
+# What the live monitor draws (ECC feeds its alerts).
+MONITOR_FIELDS = frozenset({"ecc"})
 
 
 class NvmlUnavailable(Exception):
@@ -295,8 +299,9 @@ class NvmlSource:
             fan_pct=f(dev, "fan", lambda: pynvml.nvmlDeviceGetFanSpeed(h)),
             clock_sm_mhz=f(dev, "clock_sm",
                            lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
-            clock_mem_mhz=f(dev, "clock_mem",
-                            lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
+            clock_mem_mhz=(f(dev, "clock_mem",
+                             lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM))
+                           if "clock_mem" in self.fields else None),
             pstate=f(dev, "pstate", lambda: pynvml.nvmlDeviceGetPerformanceState(h)),
             energy_j=mj_to_j(energy),
             pcie_gen=dev.pcie_gen,

@@ -37,17 +37,25 @@ class Recorder:
         self.interval = interval
         self._header_written = False
         self.lines = 0
+        self.error: str | None = None  # set when a write failed; recording has stopped
 
     def write(self, snap: Snapshot) -> None:
         if self._fh is None:
             return
-        if not self._header_written:
-            header = {HEADER_KEY: SCHEMA_VERSION, "started": iso_utc(snap.time),
-                      "interval_s": self.interval, "hostname": snap.host.hostname}
-            self._fh.write(json.dumps(header) + "\n")
-            self._header_written = True
-        self._fh.write(json.dumps(snapshot_to_dict(snap), separators=(",", ":")) + "\n")
-        self._fh.flush()
+        try:
+            if not self._header_written:
+                header = {HEADER_KEY: SCHEMA_VERSION, "started": iso_utc(snap.time),
+                          "interval_s": self.interval, "hostname": snap.host.hostname}
+                self._fh.write(json.dumps(header) + "\n")
+                self._header_written = True
+            self._fh.write(json.dumps(snapshot_to_dict(snap), separators=(",", ":")) + "\n")
+            self._fh.flush()
+        except OSError as exc:
+            # A full disk must not go unnoticed: stop, and say so to whoever shows errors.
+            self.error = (f"recording to {self.path} stopped after {self.lines} snapshots: "
+                          f"{exc.strerror or exc}")
+            self._fh = None
+            return
         self.lines += 1
 
     def close(self) -> None:

@@ -145,14 +145,15 @@ class Sampler:
 
     @classmethod
     def open(cls, *, interval: float = 1.0, process_every: int | None = None,
-             fields: frozenset[str] | None = None) -> Sampler:
+             slow_every: int | None = None, fields: frozenset[str] | None = None) -> Sampler:
         """Open NVML if possible; a machine without it gets a host-only sampler."""
         from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource, NvmlUnavailable
 
         # Process lists are expensive on real drivers (and serialise in the kernel
         # driver): refresh them about every 3 s, not every tick.
         every = process_every or max(1, round(3.0 / interval))
-        src = NvmlSource(process_every=every, slow_every=max(1, round(10.0 / interval)),
+        slow = slow_every or max(1, round(10.0 / interval))
+        src = NvmlSource(process_every=every, slow_every=slow,
                          fields=ALL_FIELDS if fields is None else fields)
         try:
             src.open()

@@ -34,7 +34,8 @@ def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
     d["throttle_reasons"] = None if g.throttle_mask is None else reason_keys(g.throttle_mask)
     d["throttle_reasons_text"] = None if g.throttle_mask is None else state_words(g.throttle_mask)
     d["throttle_mask"] = g.throttle_mask
-    d["throttling"] = is_throttling(g.throttle_mask)
+    # Unknown (lost, unsupported, a failed read) is null, not "not throttling".
+    d["throttling"] = None if g.throttle_mask is None else is_throttling(g.throttle_mask)
     return d
 
 

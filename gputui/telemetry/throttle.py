@@ -183,6 +183,10 @@ class ThrottleTracker:
         for s in samples:
             idx = s.index
             ep = self._open.get(idx)
+            if s.throttle_mask is None and not s.lost:
+                # A failed read says nothing: an open episode stays open rather than
+                # being split in two by one missing tick.
+                continue
             throttling = not s.lost and is_throttling(s.throttle_mask)
             if throttling:
                 mask = (s.throttle_mask or 0) & THROTTLE_MASK

@@ -70,6 +70,7 @@ class GputuiApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("a", "alerts", "Alerts"),
+        Binding("b", "benchmarks", "Benchmarks"),
         Binding("c", "toggle_compact", "Compact"),
         Binding("w", "cycle_window", "Window"),
         Binding("t", "cycle_theme", "Theme"),
@@ -99,6 +100,7 @@ class GputuiApp(App[int]):
         self._own_sampler = sampler is None  # we close what we opened, not what we were given
         self._start_sampler = start_sampler
         self.recorder = recorder
+        self._record_error_shown = False
         if self.recorder is None and self.options.record_path and self.options.replay is None:
             # Raises UsageError (one line, exit 2) before the app starts.
             self.recorder = Recorder(self.options.record_path, interval=self.options.interval)
@@ -179,11 +181,13 @@ class GputuiApp(App[int]):
                          daemon=True).start()
 
     def _open_sampler_thread(self) -> None:
-        from gputui.telemetry.nvml import ALL_FIELDS
+        from gputui.telemetry.nvml import ALL_FIELDS, MONITOR_FIELDS
 
-        # PCIe throughput costs ~20 ms of driver time per GPU per call; not worth it here.
-        sampler = Sampler.open(interval=self.options.interval,
-                               fields=ALL_FIELDS - {"pcie_throughput"})
+        # Ask NVML only for what the screen shows; a recording keeps everything but PCIe
+        # throughput, which costs ~20 ms of driver time per GPU per call.
+        fields = (ALL_FIELDS - {"pcie_throughput"}) if self.recorder is not None \
+            else MONITOR_FIELDS
+        sampler = Sampler.open(interval=self.options.interval, fields=fields)
         with self._handoff_lock:
             if self._quitting or not self.post_message(SamplerOpened(sampler)):
                 sampler.close()
@@ -232,6 +236,10 @@ class GputuiApp(App[int]):
 
     async def on_unmount(self) -> None:
         self._quitting = True
+        # A benchmark worker must not outlive the app (SIGTERM, then SIGKILL; off the loop).
+        from gputui.ui.bench_session import stop_benchmarks
+
+        await stop_benchmarks(self)
         await asyncio.to_thread(self._stop_background)
 
     def _stop_background(self) -> None:
@@ -258,6 +266,10 @@ class GputuiApp(App[int]):
             return
         if self.player is None:
             self._run_alerts(snap)
+        if self.recorder is not None and self.recorder.error and not self._record_error_shown:
+            self._record_error_shown = True
+            self.notify(self.recorder.error, title="Recording stopped", severity="error",
+                        timeout=30)
         try:
             await self._show(snap)
         except NoMatches:  # shutting down while a snapshot was in flight
@@ -396,6 +408,11 @@ class GputuiApp(App[int]):
         if action == "signal":
             return self.player is None  # a recorded PID is not a process to kill now
         return True
+
+    def action_benchmarks(self) -> None:
+        from gputui.ui.screens.bench import toggle_bench_screen  # imported when first used
+
+        toggle_bench_screen(self)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -550,6 +567,8 @@ class GputuiApp(App[int]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Alerts", "Throttle episodes and active alerts (a)",
                             self.action_alerts)
+        yield SystemCommand("Benchmarks", "Run, queue and compare benchmarks (b)",
+                            self.action_benchmarks)
         yield SystemCommand("Help: keys", "Every key gputui understands (?)", self.action_help)
         yield SystemCommand("Compact mode: toggle", "One line per GPU, or full panels (c)",
                             self.action_toggle_compact)

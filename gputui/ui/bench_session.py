@@ -115,8 +115,12 @@ class LiveRun:
     save_error: str | None = None
     attributions: list[Attribution] = field(default_factory=list)
     stderr_tail: list[str] = field(default_factory=list)
+    gpu_mem_max: int | None = None  # device memory used, max seen by the monitor (GPU runs)
     # Written by the runner's reader thread only; read by on_done after the reader ended.
     thread_points: list[ThroughputPoint] = field(default_factory=list)
+    # Set once the result is saved (on the runner's thread): exit waits for this, not
+    # only for the worker, so a cancelled run's partial result is on disk before we go.
+    saved: threading.Event = field(default_factory=threading.Event)
 
     @property
     def spec(self) -> Mapping[str, Any]:
@@ -295,6 +299,12 @@ class BenchSession:
         self._hop(self._on_event, live, event, point)
 
     def _done_thread(self, live: LiveRun, doc: dict[str, Any]) -> None:
+        try:
+            self._finish_thread(live, doc)
+        finally:
+            live.saved.set()  # even if saving failed: nobody waits forever
+
+    def _finish_thread(self, live: LiveRun, doc: dict[str, Any]) -> None:
         ended = datetime.now(UTC)
         started = live.run.started_event if live.run is not None else None
         env = (started or {}).get("env") or {}
@@ -406,13 +416,12 @@ class BenchSession:
         self._closing = True
         self.queue.clear()
         live = self.current
-        run = live.run if live is not None else None
-        if run is None:
+        if live is None or live.run is None:
             return
-        run.cancel()
-        if not run.wait(grace_s):
-            run.kill()
-            run.wait(5.0)
+        live.run.cancel()
+        if not live.run.wait(grace_s):
+            live.run.kill()
+        live.saved.wait(5.0)
 
 
 def bench_session(app: App[Any]) -> BenchSession:

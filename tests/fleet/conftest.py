@@ -210,3 +210,94 @@ def listening_socket() -> Iterator[int]:
         yield int(s.getsockname()[1])
     finally:
         s.close()
+
+
+class StubbornServer:
+    """A raw TCP server on 127.0.0.1 that misbehaves the way real hosts sometimes do.
+
+    mode "trickle-body": valid headers announcing a big page, then one body byte every
+    `step` seconds, never finishing. "trickle-headers": the status line one byte every
+    `step` seconds. "not-http": answers like an SSH server would.
+    Every connection is served by a daemon thread; close() hangs up on all of them.
+    """
+
+    def __init__(self, mode: str, step: float = 0.5) -> None:
+        self.mode = mode
+        self.step = step
+        self.stop = threading.Event()
+        self.connections = 0
+        self._clients: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind((LOOPBACK, 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    @property
+    def target(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                self._clients.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket, data: bytes) -> None:
+        for i in range(len(data)):
+            if self.stop.wait(self.step):
+                return
+            conn.sendall(data[i:i + 1])
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(5)
+            conn.recv(65536)  # the request
+            if self.mode == "not-http":
+                conn.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
+                self.stop.wait(30)
+            elif self.mode == "trickle-headers":
+                self._drip(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" * 1000)
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                             b"Content-Length: 1000000\r\n\r\n")
+                self._drip(conn, b"# " + b"x" * 999998)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+        with self._lock:
+            for c in self._clients:
+                with contextlib.suppress(OSError):
+                    c.shutdown(socket.SHUT_RDWR)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def stubborn_server() -> Iterator[Callable[..., StubbornServer]]:
+    made: list[StubbornServer] = []
+
+    def make(mode: str = "trickle-body", step: float = 0.5) -> StubbornServer:
+        srv = StubbornServer(mode, step)
+        made.append(srv)
+        return srv
+
+    try:
+        yield make
+    finally:
+        for srv in made:
+            srv.close()

@@ -74,6 +74,63 @@ def test_snapshot_table_for_people(fake_nvml_lib: FakeNvmlLib) -> None:
     assert "GPU processes" in out and "5150" in out
 
 
+def test_snapshot_piped_keeps_every_column(fake_nvml_lib: FakeNvmlLib) -> None:
+    env = fake_nvml_lib.env(scenario_path("two_gpus"))
+    env.pop("COLUMNS", None)
+    out = run(["snapshot"], env=env).stdout  # stdout is a pipe here
+    for text in ("NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090", "00000000:3B:00.0",
+                 "40960MiB / 81920MiB", "312W / 400W", "64°C (slowdown 90°C)", "P8",
+                 "GPU idle"):
+        assert text in out, text
+
+
+def test_snapshot_in_an_80_column_terminal_loses_nothing(fake_nvml_lib: FakeNvmlLib) -> None:
+    env = fake_nvml_lib.env(scenario_path("two_gpus"))
+    env["COLUMNS"] = "80"
+    out = run(["snapshot"], env=env).stdout
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for text in ("GPU 0 · NVIDIA A100-SXM4-80GB · 00000000:3B:00.0",
+                 "GPU 1 · NVIDIA GeForce RTX 4090 · 00000000:AF:00.0",
+                 "40960MiB / 81920MiB", "312W / 400W", "64°C (slowdown 90°C)",
+                 "1410MHz / 1410MHz", "Gen4 x16", "512MiB/s", "GPU idle"):
+        assert text in out, text
+
+
+def test_snapshot_reports_time_throttled(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+    from tests.fakenvml.harness import write_scenario
+
+    sc = write_scenario(tmp_path / "hot.conf", {
+        "device_count": 1, "gpu.0.throttle_from_s": 0,
+        "gpu.0.during.throttle_reasons": 0x40, "gpu.0.during.temp_c": 91})
+    g = json.loads(run(["snapshot", "--json"], env=fake_nvml_lib.env(sc)).stdout)["gpus"][0]
+    assert g["throttle_reasons"] == ["hw_thermal_slowdown"] and g["temp_c"] == 91
+    assert g["violation_thermal_frac"] == pytest.approx(1.0)
+    assert g["violation_power_frac"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("args", [
+    ["watch", "--count", "2", "--format", "csv", "--output", "/dev/full"],
+    ["snapshot", "--json", "--stdout-to", "/dev/full"],
+    ["watch", "--count", "1", "--stdout-to", "/dev/full"],
+])
+def test_a_full_disk_is_one_line_not_a_traceback(fake_nvml_lib: FakeNvmlLib,
+                                                 args: list[str]) -> None:
+    stdout = None
+    if "--stdout-to" in args:
+        i = args.index("--stdout-to")
+        stdout = open(args[i + 1], "w")
+        args = args[:i]
+    try:
+        proc = subprocess.run([*GPUTUI, *args], env=fake_nvml_lib.env(scenario_path("two_gpus")),
+                              stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    finally:
+        if stdout is not None:
+            stdout.close()
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == ["gputui: cannot write: No space left on device"]
+
+
 def test_snapshot_without_nvml_shows_host_and_the_reason() -> None:
     proc = run(["snapshot"], env=no_nvml_env())
     assert proc.returncode == 0

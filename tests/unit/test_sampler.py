@@ -96,3 +96,13 @@ def test_slow_reads_skip_ticks_instead_of_piling_up() -> None:
     # Each read took >3 intervals: reads never overlap or queue, late ticks are counted.
     assert src.calls <= 5
     assert s.skipped_ticks >= src.calls
+
+
+def test_host_cpu_is_unknown_until_it_covers_a_real_window() -> None:
+    from gputui.telemetry.host import MIN_CPU_WINDOW_S, HostSource
+
+    host = HostSource()
+    assert host.read().cpu_pct is None  # a few ms after priming: no made-up 0 %
+    time.sleep(MIN_CPU_WINDOW_S + 0.05)
+    later = host.read()
+    assert later.cpu_pct is not None and len(later.cpu_per_core_pct) >= 1

@@ -30,7 +30,7 @@ def test_json_document_has_the_documented_shape() -> None:
     assert g0["throttle_reasons"] == ["gpu_idle", "hw_thermal_slowdown"]
     assert g0["throttling"] is True
     assert g0["fan_pct"] is None  # unsupported stays null, never 0
-    assert g1["lost"] is True and g1["throttling"] is False
+    assert g1["lost"] is True and g1["throttling"] is None  # unknown, not "fine"
     assert d["processes"][0] == {"gpu": 0, "pid": 4242, "kind": "compute", "user": "ana",
                                  "gpu_mem_bytes": 2**30, "cpu_pct": None, "rss_bytes": None,
                                  "started": None, "command": "python train.py"}
@@ -84,3 +84,11 @@ def test_missing_recording(tmp_path: Path) -> None:
 def test_unwritable_recording_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot write recording"):
         Recorder(tmp_path / "missing-dir" / "r.jsonl")
+
+
+def test_a_full_disk_stops_the_recording_and_says_so() -> None:
+    rec = Recorder("/dev/full", interval=1.0)
+    rec.write(snapshot(0, [gpu(0)]))  # must not raise on the sampler thread
+    assert rec.error is not None and "No space left on device" in rec.error
+    rec.write(snapshot(1, [gpu(0)]))
+    rec.close()

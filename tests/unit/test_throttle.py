@@ -86,3 +86,12 @@ def test_overlapping_selects_by_time_and_gpu() -> None:
     assert len(tr.overlapping(T0, T0 + timedelta(seconds=1))) == 1
     assert tr.overlapping(T0 + timedelta(seconds=3), T0 + timedelta(seconds=4)) == []
     assert tr.overlapping(T0, T0 + timedelta(seconds=4), gpu_index=1) == []
+
+
+def test_a_failed_read_does_not_split_an_episode() -> None:
+    tr = ThrottleTracker()
+    masks = [HW_THERMAL, None, HW_THERMAL, 0]
+    for t, mask in enumerate(masks):
+        tr.update([gpu(0, throttle_mask=mask)], T0 + timedelta(seconds=t), float(t))
+    (ep,) = tr.episodes()
+    assert ep.duration_s() == 3.0

@@ -17,6 +17,8 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("?", "this help", "General"),
     ("ctrl+p", "command palette (themes, window, compact, alerts)", "General"),
     ("a", "alerts: throttle episodes and active alerts", "General"),
+    ("b", "benchmarks: run, queue, cancel (x), mark (space) and compare (c) results",
+     "General"),
     ("c", "compact / full GPU panels (automatic by size until pressed)", "View"),
     ("w", "history window: 1 / 5 / 15 min", "View"),
     ("t", "next theme", "View"),

@@ -131,7 +131,7 @@ def phase_cells(phases_ms: Mapping[str, float], width: int) -> list[tuple[str, i
     exact = [(k, v * width / total) for k, v in items]
     cells = {k: int(x) for k, x in exact}
     left = width - sum(cells.values())
-    for k, x in sorted(exact, key=lambda kx: kx[1] - int(kx[1]), reverse=True)[:left]:
+    for k, _x in sorted(exact, key=lambda kx: kx[1] - int(kx[1]), reverse=True)[:left]:
         cells[k] += 1
     return [(k, cells[k]) for k, _ in items]
 

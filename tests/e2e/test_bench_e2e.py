@@ -1,0 +1,105 @@
+"""A benchmark launched with keys only in the real `gputui`, in tmux, against the fake NVML."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gputui.bench import results
+from tests.e2e.tmux import TmuxSession
+from tests.fakenvml.harness import FakeNvmlLib, scenario_path
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                       reason="needs torch (the bench extra)"),
+]
+
+Start = Callable[..., TmuxSession]
+
+
+def _ours(data_dir: str) -> list[psutil.Process]:
+    """Every process started for this test: gputui and its worker carry our data dir."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get("GPUTUI_DATA_DIR") == data_dir and \
+                    proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+@pytest.fixture
+def no_leftovers(isolated_env: dict[str, str]) -> Iterator[str]:
+    data_dir = isolated_env["GPUTUI_DATA_DIR"]
+    yield data_dir
+    # Runs after the `tui` fixture's teardown killed the tmux server (fixtures unwind
+    # in reverse): nothing of ours may be left, neither gputui nor a benchmark worker.
+    deadline = time.monotonic() + 10
+    left = _ours(data_dir)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _ours(data_dir)
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    assert not left, f"left behind: {[p.cmdline()[:4] for p in left]}"
+
+
+def test_a_benchmark_started_with_keys_shows_its_result(
+        no_leftovers: str, tui: Start, fake_nvml_lib: FakeNvmlLib,
+        isolated_env: dict[str, str]) -> None:
+    env = fake_nvml_lib.env(scenario_path("two_gpus"), base=isolated_env)
+    session = tui(env, width=140, height=45)
+    session.wait_for("NVIDIA A100-SXM4-80GB", timeout=30)
+    session.send_keys("b")
+    session.wait_for("Run a benchmark", timeout=10)
+    # Catalog: cnn-train, cnn-infer, ... Then Tab through model, device, precision,
+    # batch, steps, duration, warm-up, image size. One key at a time: keys that arrive
+    # in one read from the pty can be taken as a paste by the focused input.
+    session.send_keys("Down")
+    session.wait_for("Image-classifier inference", timeout=10)
+
+    def tab(n: int = 1) -> None:
+        for _ in range(n):
+            session.send_keys("Tab")
+            time.sleep(0.2)  # let the focus move before the next key (not a timing check)
+
+    def type_value(label: str, text: str) -> None:
+        for ch in text:
+            session.send_keys("-l", ch)
+        session.wait_for(f"{label}{text} ", timeout=10)
+
+    tab(2)
+    type_value("device      ", "cpu")
+    tab(2)
+    type_value("batch size  ", "2")
+    tab()
+    type_value("steps       ", "3")
+    tab(2)
+    type_value("warm-up     ", "1")
+    tab()
+    type_value("image size  ", "32")
+    session.send_keys("Enter")
+    screen = session.wait_for("✓ cnn-infer resnet18 · cpu · fp32 · batch 2", timeout=90)
+    assert "Traceback" not in screen
+    ids = [d["id"] for d in results.history(Path(no_leftovers) / "results").results]
+    assert len(ids) == 1
+    # The row in the results table (the id is in the title line too: look for the row).
+    deadline = time.monotonic() + 15
+    rows: list[str] = []
+    while not rows and time.monotonic() < deadline:
+        rows = [line for line in session.capture().splitlines()
+                if ids[0] in line and " cnn-infer " in line and " ok " in line]
+        time.sleep(0.1)
+    assert rows, session.capture()
+    session.send_keys("Escape")  # back to the monitor (focus was in a form field)
+    session.wait_for("NVIDIA A100-SXM4-80GB", timeout=10)
+    session.send_keys("q")
+    assert session.wait_exit(timeout=20) == 0

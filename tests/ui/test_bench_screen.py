@@ -1,0 +1,398 @@
+"""The benchmark screen (`b`), driven with Pilot: real CPU runs with tiny shapes, the fake
+worker (tests/bench/fake_worker.py) for cancel/crash/queue, and a sampler fed by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Input, Select
+
+from gputui.bench import results
+from gputui.bench.runner import make_spec
+from gputui.telemetry.model import Snapshot, SystemInfo
+from gputui.telemetry.sampler import Sampler
+from gputui.ui.app import GputuiApp
+from gputui.ui.bench_session import BenchSession, bench_session
+from gputui.ui.options import AppOptions
+from gputui.ui.screens.bench import BenchScreen, CatalogList, CompareScreen, ResultsTable
+from gputui.ui.widgets.bench_chart import ThroughputChart
+from tests.ui.helpers import gpu, host, screen_text, snap
+
+REPO = Path(__file__).resolve().parents[2]
+FAKE = REPO / "tests" / "bench" / "fake_worker.py"
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch (the bench extra)")
+SIZE = (140, 50)
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GPUTUI_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def make_app() -> tuple[GputuiApp, Sampler]:
+    sampler = Sampler(interval=1.0, nvml=None)
+    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
+
+
+def use_fake_worker(app: GputuiApp, mode: str) -> BenchSession:
+    session = bench_session(app)
+    session.worker_cmd = [sys.executable, str(FAKE)]
+    session.env = {**os.environ, "FAKE_WORKER_MODE": mode, "PYTHONPATH": str(REPO)}
+    session.grace_s = 2.0
+    return session
+
+
+async def wait_until(pilot: Pilot[Any], cond: Callable[[], object], what: str,
+                     tries: int = 600) -> None:
+    """Bounded polling (never a timing assertion): up to `tries` × 0.1 s."""
+    for _ in range(tries):
+        if cond():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def open_bench(pilot: Pilot[Any]) -> BenchScreen:
+    await pilot.press("b")
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, BenchScreen)
+    return screen
+
+
+async def pick(pilot: Pilot[Any], screen: BenchScreen, name: str) -> None:
+    catalog = screen.query_one(CatalogList)
+    catalog.focus()
+    await pilot.pause()
+    while screen.bench_name != name:
+        await pilot.press("down")
+    await pilot.pause()
+
+
+async def type_into(pilot: Pilot[Any], screen: BenchScreen, wid: str, text: str) -> None:
+    field = screen.query_one(f"#{wid}", Input)
+    field.focus()
+    field.value = ""
+    await pilot.press(*text)
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def table_rows(screen: BenchScreen) -> list[list[str]]:
+    table = screen.query_one(ResultsTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+# --------------------------------------------------------------------------- a real run
+
+
+@needs_torch
+async def test_real_cpu_run_set_through_the_form(data_dir: Path) -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        sampler.ingest(snap(0, []))  # a monitor with no GPU (host only)
+        screen = await open_bench(pilot)
+        await pick(pilot, screen, "cnn-infer")
+        # Keys only: Tab from the catalog walks model → device → precision → batch → ...
+        await type_into(pilot, screen, "f-device", "cpu")
+        await type_into(pilot, screen, "f-batch", "2")
+        await type_into(pilot, screen, "f-steps", "3")
+        await type_into(pilot, screen, "f-warmup", "1")
+        await type_into(pilot, screen, "f-size", "32")
+
+        # Event-loop lag while the run is in progress, measured once, reported, not asserted.
+        gaps: list[float] = []
+        last = [time.monotonic()]
+
+        def tick() -> None:
+            now = time.monotonic()
+            gaps.append(now - last[0])
+            last[0] = now
+
+        timer = app.set_interval(0.05, tick)
+        await pilot.press("enter")
+        session = bench_session(app)
+        await wait_until(pilot, lambda: session.last is not None, "the run to finish")
+        timer.stop()
+        live = session.last
+        assert live is not None and live.result is not None
+        assert live.result["status"] == "ok", live.result.get("error")
+        assert live.spec["device"] == "cpu" and live.spec["batch_size"] == 2
+        assert live.spec["steps"] == 3 and live.spec["image_size"] == 32
+        assert live.points, "progress events reached the screen"
+        assert live.progress is not None and live.progress["step"] == 3
+        await wait_until(pilot, lambda: table_rows(screen), "the result row")
+        row = table_rows(screen)[0]
+        assert row[2] == "cnn-infer" and row[7] == "ok" and row[9] == live.id
+        assert (data_dir / "results" / f"{live.id}.json").is_file()
+        text = screen_text(app)
+        assert "✓ cnn-infer resnet18" in text and "latency  p50" in text
+        assert "energy/sample N/A" in text
+        print(f"\nevent-loop max gap during a real CPU run: {max(gaps) * 1000:.0f} ms "
+              f"({len(gaps)} ticks of 50 ms)")
+
+
+# --------------------------------------------------------------------------- fake worker
+
+
+async def test_cancel_keeps_the_partial_result_and_shows_host_cpu(data_dir: Path) -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        session = use_fake_worker(app, "term_partial")
+        screen = await open_bench(pilot)
+        await pick(pilot, screen, "cnn-infer")
+        screen.query_one("#f-device", Input).value = "cpu"
+        await pilot.press("enter")  # on the catalog: run with these settings
+        await wait_until(pilot, lambda: session.current is not None
+                         and len(session.current.points) >= 3, "progress")
+        sampler.ingest(snap(1, [], host=host(cpu_pct=37.5)))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "CPU run — no GPU telemetry · host CPU 38 %" in text
+        assert "Queue (0): empty" in text
+        run = session.current
+        assert run is not None and run.run is not None
+        pid = run.run.pid
+        await pilot.press("x")  # focus is on the catalog, so x is the screen's cancel
+        await wait_until(pilot, lambda: session.last is not None, "the cancelled result")
+        assert session.last is not None and session.last.result is not None
+        assert session.last.result["status"] == "cancelled"
+        saved = results.load(session.last.id)
+        assert saved["status"] == "cancelled" and saved["steps"] >= 3
+        await wait_until(pilot, lambda: table_rows(screen), "the result row")
+        assert table_rows(screen)[0][7] == "cancelled"
+        assert pid is not None and gone(pid)
+
+
+async def test_a_crash_shows_the_error_and_stderr_and_the_monitor_goes_on() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        session = use_fake_worker(app, "crash")
+        screen = await open_bench(pilot)
+        await pick(pilot, screen, "cnn-train")
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: session.last is not None, "the crash")
+        text = screen_text(app)
+        assert "✖ crash: worker exited with code 3 without reporting a result" in text
+        assert "worker stderr (last 12 lines):" in text
+        assert "| RuntimeError: something broke in the fake worker" in text
+        assert app.is_running
+        # The monitor still takes snapshots and draws them.
+        await pilot.press("escape")
+        sampler.ingest(snap(2, [gpu(0, 2)]))
+        await pilot.pause()
+        assert "GPU 0 · NVIDIA A100-SXM4-80GB" in screen_text(app)
+
+
+async def test_oom_error_shows_kind_message_and_suggestion() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        session = use_fake_worker(app, "oom")
+        await open_bench(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: session.last is not None, "the OOM")
+        text = screen_text(app)
+        assert "✖ oom: CUDA out of memory at batch size 512" in text
+        assert "suggestion: try --batch-size 256" in text
+
+
+async def test_a_queue_of_two_runs_completes_both_in_order() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        session = use_fake_worker(app, "ok")
+        screen = await open_bench(pilot)
+        await pick(pilot, screen, "cnn-infer")
+        await pilot.press("ctrl+n")
+        await pick(pilot, screen, "matmul")
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        if session.current is not None and session.queue:  # the first may already be done
+            assert "Queue (1)" in screen_text(app) and "1. matmul" in screen_text(app)
+        await wait_until(pilot, lambda: len(session.finished_runs) == 2, "both runs")
+        assert [r.spec["benchmark"] for r in session.finished_runs] == ["cnn-infer", "matmul"]
+        assert all(r.result and r.result["status"] == "ok" for r in session.finished_runs)
+        assert session.finished_runs[0].finished_wall <= session.finished_runs[1].started_wall  # type: ignore[operator]
+        await wait_until(pilot, lambda: len(table_rows(screen)) == 2, "two result rows")
+        assert [r[2] for r in table_rows(screen)] == ["matmul", "cnn-infer"]  # newest first
+
+
+async def test_invalid_input_shows_an_inline_error_and_starts_nothing() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        session = use_fake_worker(app, "ok")
+        screen = await open_bench(pilot)
+        await pick(pilot, screen, "cnn-infer")
+        screen.query_one("#f-precision", Select).value = "fp16"
+        await type_into(pilot, screen, "f-device", "cpu")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.form_error == "✖ fp16 needs a CUDA device; on CPU use bf16 or fp32"
+        screen.query_one("#f-precision", Select).value = "fp32"
+        await type_into(pilot, screen, "f-batch", "0")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.form_error == "✖ batch size must be ≥ 1, got 0"
+        await type_into(pilot, screen, "f-batch", "two")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "batch size must be a whole number" in screen_text(app)
+        assert session.current is None and session.last is None and not session.queue
+
+
+async def test_compare_shows_two_results_side_by_side(data_dir: Path) -> None:
+    base = make_spec("cnn-infer", device="cpu", batch_size=2)
+    docs = []
+    for i, tp in enumerate((100.0, 150.0)):
+        doc = results.empty_result(f"20260101-00000{i}-000-abcde{i}", base)
+        doc.update(status="ok", started_at=f"2026-01-01T00:00:0{i}.000Z",
+                   throughput={"median": tp, "mean": tp, "unit": "images/s", "p10": tp,
+                               "p90": tp},
+                   settings={"batch_size": 2 + 2 * i}, device_name="Fake CPU")
+        results.save(doc)
+        docs.append(doc)
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_bench(pilot)
+        await wait_until(pilot, lambda: len(table_rows(screen)) == 2, "two result rows")
+        table = screen.query_one(ResultsTable)
+        table.focus()
+        await pilot.press("down", "space", "up", "space")  # A = older, B = newer
+        assert screen.marked == [docs[0]["id"], docs[1]["id"]]
+        assert [r[0] for r in table_rows(screen)] == ["B", "A"]
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        metrics = app.screen.query_one("#cmp-metrics", DataTable)
+        first = [str(c) for c in metrics.get_row_at(0)]
+        assert first == ["throughput (median)", "100.0 images/s", "150.0 images/s", "1.500×"]
+        text = screen_text(app)
+        assert "B/A" in text and "batch_size" in text
+        await pilot.press("escape")
+        assert app.screen is screen
+
+
+# --------------------------------------------------------------------------- throttling
+
+# A worker that reports a CUDA device and takes its throughput from a file the test
+# writes, so windows during the hand-fed throttle episode are measurably slower.
+STUB = """
+import json, os, sys, time
+from pathlib import Path
+from gputui.bench import events
+spec = json.loads(sys.argv[sys.argv.index("--spec-json") + 1])
+ctl = Path(os.environ["STUB_DIR"])
+t0 = time.monotonic()
+def emit(ev):
+    print(events.encode(ev, time.monotonic() - t0), flush=True)
+emit(events.started(os.getpid(), spec["benchmark"], spec,
+                    {"device": "cuda:0", "device_name": "Stub GPU"}))
+step = 0
+while not (ctl / "stop").exists():
+    step += 1
+    tp = float((ctl / "tp").read_text())
+    emit(events.progress(step=step, of=None, elapsed_s=step * 0.05, duration_s=None,
+                         throughput=tp, unit="images/s", window_s=0.002, samples=step))
+    time.sleep(0.05)
+doc = {"benchmark": spec["benchmark"], "status": "ok", "device": "cuda:0",
+       "throughput": {"median": 100.0, "mean": 100.0, "unit": "images/s", "p10": 82.0,
+                      "p90": 100.0}}
+emit(events.result(doc))
+"""
+
+
+async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
+        tmp_path: Path) -> None:
+    ctl = tmp_path / "stub"
+    ctl.mkdir()
+    (ctl / "tp").write_text("100")
+    app, sampler = make_app()
+
+    def now_snap(seq: int, throttle: bool) -> Snapshot:
+        g = gpu(0, seq, throttle_mask=0x40 if throttle else 0, temp_c=88 if throttle else 60)
+        return Snapshot(time=datetime.now(UTC), mono=time.monotonic(),
+                        system=SystemInfo("550.54.15"), host=host(), gpus=(g,), seq=seq)
+
+    async with app.run_test(size=SIZE) as pilot:
+        session = bench_session(app)
+        session.worker_cmd = [sys.executable, "-c", STUB]
+        session.env = {**os.environ, "STUB_DIR": str(ctl), "PYTHONPATH": str(REPO)}
+        sampler.ingest(now_snap(1, False))
+        screen = await open_bench(pilot)
+        await pick(pilot, screen, "cnn-train")
+        screen.query_one("#f-device", Input).value = "cuda:0"
+        await pilot.press("enter")
+
+        def points() -> int:
+            live = session.current
+            return len(live.points) if live is not None else 0
+
+        await wait_until(pilot, lambda: points() >= 4, "windows before the episode")
+        sampler.ingest(now_snap(2, True))  # HW thermal slowdown starts now
+        await pilot.pause(0.1)
+        (ctl / "tp").write_text("82")
+        n = points()
+        await wait_until(pilot, lambda: points() >= n + 6, "windows during the episode")
+        sampler.ingest(now_snap(3, True))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "⚠ throughput fell" in text and "during HW thermal slowdown" in text
+        assert "GPU 0 · util" in text and "⚠ HW thermal slowdown" in text
+        assert screen.query_one(ThroughputChart).throttled_columns >= 5
+        assert "▲" in text
+        sampler.ingest(now_snap(4, False))  # the episode ends
+        await pilot.pause(0.1)
+        (ctl / "tp").write_text("100")
+        n = points()
+        await wait_until(pilot, lambda: points() >= n + 4, "windows after the episode")
+        (ctl / "stop").write_text("")
+        await wait_until(pilot, lambda: session.last is not None, "the result")
+        live = session.last
+        assert live is not None and live.result is not None
+        assert len(live.attributions) == 1
+        words = live.attributions[0].text(live.unit)
+        assert words.startswith("throughput fell 18 % during HW thermal slowdown")
+        assert words.endswith("on GPU 0")
+        assert f"⚠ {words}" in screen_text(app)
+        saved = results.load(live.id)
+        assert saved["extra"]["throttle_attribution"][0]["text"] == words
+        assert saved["throttle_episodes"] and saved["throttle_episodes"][0]["gpu"] == 0
+
+
+# --------------------------------------------------------------------------- exit
+
+
+async def test_quitting_kills_a_running_worker_that_ignores_sigterm() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        session = use_fake_worker(app, "deaf")
+        await open_bench(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: session.current is not None
+                         and session.current.points, "the worker to run")
+        assert session.current is not None and session.current.run is not None
+        pid = session.current.run.pid
+        assert pid is not None and psutil.pid_exists(pid)
+        await pilot.press("q")
+        await pilot.pause()
+    assert gone(pid), "the worker outlived the app"
+    assert session.current is not None and session.current.run is not None
+    assert session.current.saved.is_set()  # shutdown waited for the save
+    saved = results.load(session.current.id)  # the partial result is kept, as in the CLI
+    assert saved["status"] == "cancelled"
