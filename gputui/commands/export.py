@@ -43,12 +43,14 @@ def run(args: argparse.Namespace) -> int:
         MetricsServer,
         SnapshotCollector,
         ThrottleAccounting,
+        check_local,
         parse_listen,
     )
     from gputui.telemetry.sampler import Sampler
 
     try:
         addr = parse_listen(args.listen)
+        check_local(addr)
     except ListenAddressError as exc:
         raise UsageError(str(exc)) from None
     registry = CollectorRegistry(auto_describe=False)

@@ -1,8 +1,10 @@
 """`gputui fleet`: one row per host × GPU across many gputui or dcgm-exporter endpoints.
 
-Exit codes: 0 normally (with --once, also when some hosts are down: the output
-says so); 1 with --once when nothing at all could be read (every target down or
-the Prometheus server unreachable); 2 for a malformed target or URL.
+Exit codes with --once: 0 when at least one host could be read (the output says
+which others are down or broken); 1 when no host could be read successfully (every
+target down or serving something that is not a metrics page, the Prometheus server
+unreachable, or Prometheus knowing no readable GPU host); 2 for a malformed target
+or URL. The live view exits 0.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.errors import UsageError
-from gputui.fleet.model import FleetSnapshot
+from gputui.fleet.model import FleetSnapshot, HostState
 
 if TYPE_CHECKING:
     from gputui.fleet.scrape import Poller
@@ -39,7 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="alert when a GPU is at least this hot (default 85; a GPU at its "
                    "slowdown temperature always alerts)")
     p.add_argument("--once", action="store_true",
-                   help="read once, print a table (or --json) and exit")
+                   help="read once, print a table (or --json) and exit: status 0 if at "
+                   "least one host could be read, 1 if none could (all down or broken)")
     p.add_argument("--json", action="store_true", help="with --once: print JSON")
     p.set_defaults(func=run)
 
@@ -75,23 +79,39 @@ def run(args: argparse.Namespace) -> int:
     poller = make_poller(args)
     try:
         if args.once:
+            # Nothing will be retried: drop the retry countdowns from the output.
             snap: FleetSnapshot = poller.poll(force=True)
+            snap = replace(snap, hosts=tuple(replace(h, retry_in_s=None) for h in snap.hosts))
             if args.json:
                 json.dump(snap.to_dict(), sys.stdout, indent=2)
                 sys.stdout.write("\n")
             else:
                 print_table(snap)
-            nothing = snap.error is not None or (
-                bool(snap.hosts) and all(h.state.value == "down" for h in snap.hosts))
-            if nothing:
-                print(f"gputui: {snap.error or 'no host answered'}", file=sys.stderr)
-            return 1 if nothing else 0
+            problem = once_failure(snap)
+            if problem:
+                print(f"gputui: {problem}", file=sys.stderr)
+            return 1 if problem else 0
         from gputui.ui.fleet_app import FleetApp
 
         FleetApp(poller, interval=args.interval).run()
         return 0
     finally:
         poller.close()
+
+
+def once_failure(snap: FleetSnapshot) -> str | None:
+    """Why `fleet --once` exits 1 (no host could be read successfully), or None."""
+    if snap.error is not None:
+        return snap.error
+    if any(h.state is HostState.UP for h in snap.hosts):
+        return None
+    if not snap.hosts:
+        return "no GPU hosts found"
+    down = sum(1 for h in snap.hosts if h.state is HostState.DOWN)
+    broken = len(snap.hosts) - down
+    if not broken:
+        return "no host answered"
+    return f"no host could be read ({down} down, {broken} not serving a usable metrics page)"
 
 
 def print_table(snap: FleetSnapshot) -> None:
@@ -103,7 +123,7 @@ def print_table(snap: FleetSnapshot) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("HOST", "GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "STATE"):
         table.add_column(col, no_wrap=col != "STATE")
-    for row in host_rows(snap):
+    for row in host_rows(snap, live=False):
         table.add_row(*row.cells)
     console = Console(highlight=False, width=max(120, Console().width))
     console.print(table)

@@ -92,6 +92,48 @@ def parse_listen(text: str) -> ListenAddress:
     return ListenAddress(host, int(port_text))
 
 
+def machine_addresses() -> set[str] | None:
+    """This machine's interface addresses (zones stripped), or None if they cannot be read."""
+    try:
+        import psutil
+
+        found = psutil.net_if_addrs()
+    except Exception:  # no psutil support here: leave the verdict to bind()
+        return None
+    out: set[str] = set()
+    for addrs in found.values():
+        for a in addrs:
+            if a.family in (socket.AF_INET, socket.AF_INET6):
+                try:
+                    out.add(str(ipaddress.ip_address(a.address.split("%", 1)[0])))
+                except ValueError:
+                    continue
+    return out
+
+
+def check_local(addr: ListenAddress, local: Iterable[str] | None = None) -> None:
+    """ListenAddressError unless `addr` can be served from this machine.
+
+    Checked before binding: a foreign address is bad usage, and the kernel's answer for
+    some (EINVAL for a link-local IPv6 without a zone) would otherwise read as a runtime
+    failure. `local`: this machine's addresses (default: read from the interfaces).
+    """
+    ip = ipaddress.ip_address(addr.host)
+    where = addr.url().removeprefix("http://").removesuffix("/metrics")
+    if ip.is_unspecified or ip.is_loopback:
+        return
+    if isinstance(ip, ipaddress.IPv6Address) and ip.is_link_local and not ip.scope_id:
+        raise ListenAddressError(
+            f"cannot listen on {where}: a link-local IPv6 address needs a zone "
+            f"(e.g. [{ip}%eth0]:{addr.port}) and must be one of this machine's")
+    known = machine_addresses() if local is None else set(local)
+    if known is None:
+        return
+    plain = str(ip).split("%", 1)[0]
+    if plain not in {str(ipaddress.ip_address(a.split("%", 1)[0])) for a in known}:
+        raise ListenAddressError(f"cannot listen on {where}: not an address of this machine")
+
+
 # --- the collector ---------------------------------------------------------------------
 
 

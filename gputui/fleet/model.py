@@ -24,6 +24,14 @@ from gputui.telemetry.throttle import (
 HOT_TEMP_C = 85.0  # alert threshold when the page does not give a slowdown temperature
 
 
+def local_clock(t: datetime) -> str:
+    """A time shown to the user (rows, alerts, status line): local wall clock, HH:MM:SS.
+
+    Machine output (JSON's `time` and `last_seen`) stays ISO-8601 UTC.
+    """
+    return f"{t.astimezone():%H:%M:%S}"
+
+
 class HostState(StrEnum):
     PENDING = "pending"  # not asked yet
     UP = "up"
@@ -169,7 +177,7 @@ class FleetSnapshot:
             out.append(Alert("critical", "error", self.source, None, self.error))
         for h in self.hosts:
             if h.state is HostState.DOWN:
-                seen = f"last seen {iso_utc(h.last_seen)}" if h.last_seen else "never seen"
+                seen = f"last seen {local_clock(h.last_seen)}" if h.last_seen else "never seen"
                 out.append(Alert("critical", "down", h.name, None,
                                  f"{h.name} is down ({h.error or 'no answer'}; {seen})"))
                 continue

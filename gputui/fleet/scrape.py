@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -412,15 +412,46 @@ def backoff_s(failures: int, interval: float, cap: float = MAX_BACKOFF_S) -> flo
 class _TargetState:
     target: Target
     host: FleetHost
-    next_at: float = 0.0  # monotonic time of the next attempt
+    next_at: float = 0.0  # (injected) clock time of the next attempt
     inflight: Future[HostReading] | None = None
+    wait_until: float = 0.0  # time.monotonic() after which the poll stops waiting for it
+    reported: bool = False  # the in-flight attempt was already reported as timed out
+
+
+def run_in_daemon_thread(fn: Callable[..., HostReading], *args: Any) -> Future[HostReading]:
+    """Run fn(*args) on a new daemon thread; its Future carries the result.
+
+    Not a ThreadPoolExecutor: its workers are joined when the interpreter exits, so one
+    request stuck in a host name lookup would keep `fleet --once` (or the TUI after `q`)
+    alive. A daemon thread dies with the process.
+    """
+    fut: Future[HostReading] = Future()
+
+    def run() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to whoever reads the future
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+
+    threading.Thread(target=run, name="gputui-scrape", daemon=True).start()
+    return fut
+
+
+# How long past its deadline the poll waits for a request's own timeout error to arrive.
+_GRACE_S = 0.2
 
 
 class FleetPoller:
     """Scrapes every due target concurrently; remembers state, last-seen and backoff.
 
-    `poll()` blocks for at most about `timeout` seconds and is safe to call from a
-    worker thread; calls are serialised by a lock.
+    `poll()` returns within about `timeout` seconds whatever the hosts do, and is safe
+    to call from a worker thread; calls are serialised by a lock. A host whose request
+    is still running at the deadline is reported as timed out and retried (with backoff)
+    once that request has ended; each request ends by its own deadline.
     """
 
     def __init__(self, targets: Iterable[Target], *, interval: float = 2.0,
@@ -433,21 +464,27 @@ class FleetPoller:
         self._clock = clock
         self._scrape = scrape_fn
         self._states = [_TargetState(t, FleetHost(target=t.name, url=t.url)) for t in targets]
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(32, len(self._states))),
-                                        thread_name_prefix="gputui-scrape")
         self._lock = threading.Lock()
+
+    def _timed_out(self) -> ScrapeError:
+        return ScrapeError(f"timed out: no complete answer within {self.timeout:g} s",
+                           down=True)
 
     def poll(self, force: bool = False) -> FleetSnapshot:
         with self._lock:
             now = self._clock()
             for st in self._states:
                 if st.inflight is None and (force or st.next_at <= now):
-                    st.inflight = self._pool.submit(self._scrape, st.target, self.timeout)
-            pending = [st.inflight for st in self._states if st.inflight is not None]
-            # urllib's timeout bounds each socket operation, not the whole exchange: a
-            # server that trickles bytes could hold a worker longer, so wait with a bound
-            # and report such a host as timed out (its request is left to finish alone).
-            wait_futures(pending, timeout=self.timeout + 1.0)
+                    st.inflight = run_in_daemon_thread(self._scrape, st.target, self.timeout)
+                    st.wait_until = time.monotonic() + self.timeout + _GRACE_S
+                    st.reported = False
+            # Wait for the requests started now; one that was already reported as timed
+            # out (a lookup that hangs) does not hold up the others any longer.
+            waiting = [st for st in self._states if st.inflight is not None and not st.reported]
+            if waiting:
+                left = max(st.wait_until for st in waiting) - time.monotonic()
+                wait_futures([st.inflight for st in waiting if st.inflight is not None],
+                             timeout=max(0.0, left))
             now = self._clock()
             for st in self._states:
                 fut = st.inflight
@@ -456,18 +493,21 @@ class FleetPoller:
                         st.host = replace(st.host, retry_in_s=max(0.0, st.next_at - now))
                     continue
                 if not fut.done():
-                    if force or st.host.state is HostState.PENDING or now >= st.next_at:
-                        self._failed(st, ScrapeError(
-                            f"no complete answer within {self.timeout + 1.0:g} s", down=True), now)
+                    if not st.reported or now >= st.next_at:
+                        self._failed(st, self._timed_out(), now)
+                        st.reported = True
                     continue
                 st.inflight = None
+                reported, st.reported = st.reported, False
                 try:
                     reading = fut.result()
                 except ScrapeError as exc:
-                    self._failed(st, exc, now)
+                    if not reported:  # else it was counted when the poll gave up on it
+                        self._failed(st, exc, now)
                 except Exception as exc:  # a bug in parsing one page stays with that host
-                    self._failed(st, ScrapeError(f"{type(exc).__name__}: {exc}", down=False),
-                                 now)
+                    if not reported:
+                        self._failed(st, ScrapeError(f"{type(exc).__name__}: {exc}",
+                                                     down=False), now)
                 else:
                     st.host = FleetHost(target=st.target.name, url=st.target.url,
                                         state=HostState.UP, reading=reading,
@@ -486,13 +526,15 @@ class FleetPoller:
             wait = 0.0  # it answers: ask again next interval, no need to back off
             state = HostState.ERROR
         st.next_at = now + wait
+        last = st.host.reading
         st.host = FleetHost(target=st.target.name, url=st.target.url, state=state,
-                            reading=HostReading(), error=str(exc),
-                            last_seen=st.host.last_seen, failures=failures,
+                            # No readings, but the name it last gave itself stays.
+                            reading=HostReading(hostname=last.hostname, exporter=last.exporter),
+                            error=str(exc), last_seen=st.host.last_seen, failures=failures,
                             retry_in_s=wait if exc.down else None)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        pass  # requests still running are on daemon threads and end by their deadline
 
 
 # --- Prometheus' HTTP API --------------------------------------------------------------
@@ -552,8 +594,10 @@ class PrometheusPoller:
     """The same fleet, read from a Prometheus server instead of each host.
 
     Hosts are grouped by the `instance` label (two exporters on one machine stay
-    apart), named by their `Hostname` label. A host is down when Prometheus' own
-    `up` series for it is 0, in a job that has served GPU metrics.
+    apart), named by their `Hostname` label. A host is unreadable when Prometheus' own
+    `up` series for it is 0, in a job that has served GPU metrics; why is Prometheus'
+    own `lastError` for that target (from /api/v1/targets). One poll, all its queries
+    together, ends within `timeout` seconds.
     """
 
     def __init__(self, url: str, *, interval: float = 2.0, timeout: float = DEFAULT_TIMEOUT_S,
@@ -564,14 +608,24 @@ class PrometheusPoller:
         self.hot_temp_c = hot_temp_c
         self._gpu_jobs: set[str] = set()
         self._last_seen: dict[str, datetime] = {}
+        self._last_reading: dict[str, HostReading] = {}
         self._lock = threading.Lock()
 
     def poll(self, force: bool = False) -> FleetSnapshot:
         with self._lock:
             now = datetime.now(UTC)
+            end = time.monotonic() + self.timeout
+
+            def left() -> float:
+                remaining = end - time.monotonic()
+                if remaining <= 0:
+                    raise ScrapeError(f"timed out: no complete answer within "
+                                      f"{self.timeout:g} s", down=True)
+                return remaining
+
             try:
-                series = query_prometheus(self.url, GPU_SERIES_QUERY, self.timeout)
-                up = query_prometheus(self.url, "up", self.timeout)
+                series = query_prometheus(self.url, GPU_SERIES_QUERY, left())
+                up = query_prometheus(self.url, "up", left())
             except ScrapeError as exc:
                 return FleetSnapshot(time=now, source=self.url, hot_temp_c=self.hot_temp_c,
                                      error=f"Prometheus at {self.url}: {exc}")
@@ -584,20 +638,66 @@ class PrometheusPoller:
                 groups.setdefault(instance, []).append((name, labels, value))
             hosts: dict[str, FleetHost] = {}
             for instance, samples in groups.items():
+                reading = reading_from_samples(samples)
                 self._last_seen[instance] = now
+                self._last_reading[instance] = reading
                 hosts[instance] = FleetHost(target=instance, url=None, state=HostState.UP,
-                                            reading=reading_from_samples(samples),
-                                            last_seen=now)
-            for labels, value in _series(up):
-                instance = labels.get("instance", "?")
-                if value == 0 and labels.get("job") in self._gpu_jobs:
-                    hosts[instance] = FleetHost(
-                        target=instance, url=None, state=HostState.DOWN,
-                        error="Prometheus cannot scrape it (up == 0)",
-                        last_seen=self._last_seen.get(instance))
+                                            reading=reading, last_seen=now)
+            failing = [(labels.get("instance", "?"), labels.get("job", ""))
+                       for labels, value in _series(up)
+                       if value == 0 and labels.get("job") in self._gpu_jobs]
+            reasons: dict[tuple[str, str], str] = {}
+            if failing:
+                try:
+                    reasons = prometheus_target_errors(self.url, left())
+                except ScrapeError:
+                    pass  # the generic reason below will do
+            for instance, job in failing:
+                why = reasons.get((instance, job))
+                last = self._last_reading.get(instance, HostReading())
+                hosts[instance] = FleetHost(
+                    target=instance, url=None,
+                    state=HostState.DOWN if why is None or unreachable(why) else HostState.ERROR,
+                    reading=HostReading(hostname=last.hostname, exporter=last.exporter),
+                    error=f"Prometheus: {why}" if why
+                    else "Prometheus cannot scrape it (up == 0)",
+                    last_seen=self._last_seen.get(instance))
             ordered = tuple(hosts[k] for k in sorted(hosts))
             return FleetSnapshot(time=now, source=self.url, hosts=ordered,
                                  hot_temp_c=self.hot_temp_c)
 
     def close(self) -> None:
         pass
+
+
+# Prometheus' (Go's) words for a scrape that got no answer, as opposed to a bad one.
+_UNREACHABLE = ("dial tcp", "connection refused", "context deadline exceeded", "i/o timeout",
+                "no such host", "connection reset", "no route to host",
+                "network is unreachable", ": EOF")
+
+
+def unreachable(last_error: str) -> bool:
+    """True when Prometheus' lastError says the target did not answer at all."""
+    low = last_error.lower()
+    return any(w.lower() in low for w in _UNREACHABLE)
+
+
+def prometheus_target_errors(base: str, timeout: float = DEFAULT_TIMEOUT_S
+                             ) -> dict[tuple[str, str], str]:
+    """{(instance, job): lastError} for the active targets whose last scrape failed."""
+    text = fetch_text(base.rstrip("/") + "/api/v1/targets?state=active", timeout)
+    try:
+        doc = json.loads(text)
+        targets = doc["data"]["activeTargets"]
+    except (ValueError, KeyError, TypeError):
+        raise ScrapeError("Prometheus answered /api/v1/targets with something unexpected",
+                          down=False) from None
+    out: dict[tuple[str, str], str] = {}
+    for t in targets if isinstance(targets, list) else ():
+        if not isinstance(t, dict):
+            continue
+        labels = t.get("labels") or {}
+        err = t.get("lastError")
+        if isinstance(labels, dict) and isinstance(err, str) and err.strip():
+            out[(str(labels.get("instance", "")), str(labels.get("job", "")))] = err.strip()
+    return out

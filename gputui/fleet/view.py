@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gputui.fleet.model import FleetHost, FleetSnapshot, HostState
+from gputui.fleet.model import FleetHost, FleetSnapshot, HostState, local_clock
 from gputui.telemetry.units import NA, fmt_duration, fmt_pct, fmt_temp, fmt_w
 
 GIB = 1024**3
@@ -29,11 +29,14 @@ def fmt_mem(used: int | None, total: int | None) -> str:
 def seen_text(h: FleetHost, now: datetime) -> str:
     if h.last_seen is None:
         return "never seen"
-    local = h.last_seen.astimezone()
-    return f"last seen {local:%H:%M:%S} ({fmt_duration((now - h.last_seen).total_seconds())} ago)"
+    ago = fmt_duration(max(0.0, (now - h.last_seen).total_seconds()))
+    return f"last seen {local_clock(h.last_seen)} ({ago} ago)"
 
 
-def host_rows(snap: FleetSnapshot, now: datetime | None = None) -> list[Row]:
+def host_rows(snap: FleetSnapshot, now: datetime | None = None, *,
+              live: bool = True) -> list[Row]:
+    """`live`: the view keeps polling, so a down host's row says when it is retried;
+    `fleet --once` passes False (nothing will be retried)."""
     now = now or datetime.now(UTC)
     rows: list[Row] = []
     if snap.error:
@@ -42,7 +45,7 @@ def host_rows(snap: FleetSnapshot, now: datetime | None = None) -> list[Row]:
     for h in snap.hosts:
         name = h.name if h.name == h.target else f"{h.name} ({h.target})"
         if h.state is HostState.DOWN:
-            retry = f", retry in {h.retry_in_s:.0f}s" if h.retry_in_s else ""
+            retry = f", retry in {h.retry_in_s:.0f}s" if live and h.retry_in_s else ""
             rows.append(Row(f"{h.target}|down", (name, "-", "-", "", "", "", "",
                                                   f"DOWN: {h.error}; {seen_text(h, now)}{retry}"),
                             "down"))

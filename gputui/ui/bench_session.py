@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
 SESSION_ATTR = "_gputui_bench_session"
+FINISHED_KEPT = 20
 SHUTDOWN_GRACE_S = 1.0  # at exit: SIGTERM, this long for a partial result, then SIGKILL
 
 View = Callable[[str], None]
@@ -383,6 +384,7 @@ class BenchSession:
             self.current = None
         self.last = live
         self.finished_runs.append(live)
+        del self.finished_runs[:-FINISHED_KEPT]  # each keeps its points: bound the memory
         self._toast(live)
         self._changed("done")
         self._start_next()

@@ -119,17 +119,18 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
     started: list[Exporter] = []
 
     def start(scenario: str | os.PathLike[str] | Mapping[str, Any], *, hostname: str,
-              interval: float = 0.5) -> Exporter:
+              interval: float = 0.5, port: int = 0) -> Exporter:
         n = len(started)
         if isinstance(scenario, Mapping):
             scenario = write_scenario(tmp_path / f"exporter{n}.conf", scenario)
         env = fake_nvml_lib.env(scenario)
         out, err = tmp_path / f"exporter{n}.out", tmp_path / f"exporter{n}.err"
-        # Port 0: the exporter picks a free port itself and announces it, so no other
-        # process can grab it between our choice and its bind.
+        # Port 0 (the default): the exporter picks a free port itself and announces it,
+        # so no other process can grab it between our choice and its bind. A given port
+        # restarts an exporter where a stopped one was.
         with out.open("wb") as o, err.open("wb") as e:
             proc = subprocess.Popen(
-                gputui_cmd("export", "--listen", f"{LOOPBACK}:0", "--interval", str(interval),
+                gputui_cmd("export", "--listen", f"{LOOPBACK}:{port}", "--interval", str(interval),
                            "--hostname", hostname),
                 env=env, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
         exp = Exporter(proc, 0, out, err)
@@ -144,9 +145,10 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
             return None
 
         exp.port = wait_for(announced, START_TIMEOUT_S, "the exporter to announce its port")
-        # Ready when the first snapshot is served (host metrics come with every snapshot).
-        wait_for(lambda: "gputui_host_memory_total_bytes" in http_get(exp.url), START_TIMEOUT_S,
-                 "the first snapshot on /metrics")
+        # Ready when a snapshot after the first is served: host metrics come with every
+        # snapshot, CPU % from the second tick on (the first has no window to measure).
+        wait_for(lambda: "gputui_host_cpu_percent" in http_get(exp.url), START_TIMEOUT_S,
+                 "the second snapshot on /metrics")
         return exp
 
     try:

@@ -173,7 +173,7 @@ class BenchScreen(Screen[None]):
     BenchScreen { layout: vertical; }
     BenchScreen > .title { height: 1; padding: 0 1; background: $primary 30%;
                            text-style: bold; }
-    BenchScreen #bench-top { height: 2fr; min-height: 26; }
+    BenchScreen #bench-top { height: 2fr; min-height: 14; }
     BenchScreen #bench-left { width: 46; border: round $primary 60%; padding: 0 1;
                               scrollbar-size-vertical: 1; }
     BenchScreen #bench-live { width: 1fr; border: round $primary 60%; padding: 0 1;
