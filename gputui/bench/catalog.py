@@ -7,6 +7,7 @@ torch to decide (is CUDA there? does this GPU do bf16?) is checked again in the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,6 +20,11 @@ Kind = Literal["train", "infer", "probe"]
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
 MODES: tuple[str, ...] = ("throughput", "latency")
 TEST_HOOKS: tuple[str, ...] = ("crash", "hang", "oom", "exit")
+# Spec "params" a caller may give although no benchmark has them by default. Test-only:
+# the worker honours them only when test hooks are enabled (GPUTUI_BENCH_TEST_HOOKS=1).
+# oom_above_batch: with test_hook "oom", batch-finder/sweep probes above this batch fail
+# with a simulated out-of-memory error (and no other step does).
+TEST_PARAMS: tuple[str, ...] = ("oom_above_batch",)
 CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16")
 RNN_MODELS: tuple[str, ...] = ("lstm", "gru")
 
@@ -196,9 +202,10 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
     }
 )
 
-# Peak dense throughput by GPU name (substring match, most specific first), in TFLOP/s for
-# matmul dtypes and GB/s for memory. Tensor-core numbers are dense (no sparsity) with fp32
-# accumulate where the vendor quotes both.
+# Peak dense throughput by GPU model, in TFLOP/s for matmul dtypes and GB/s for memory.
+# Tensor-core numbers are dense (no sparsity) with fp32 accumulate where the vendor quotes
+# both. Keys match whole words of the device name (see `known_peak`), most specific first:
+# "A10" must not match "RTX A1000", nor "A30" "RTX A3000".
 GPU_PEAKS: tuple[tuple[str, Mapping[str, float]], ...] = (
     ("H100 SXM", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "mem_gbps": 3350}),
     ("H100 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.0, "bf16": 835.0, "mem_gbps": 3900}),
@@ -244,14 +251,41 @@ PER_SM_FLOPS_PER_CLOCK: Mapping[tuple[int, int], Mapping[str, float]] = MappingP
 )
 
 
+def _name_tokens(name: str) -> list[str]:
+    """'NVIDIA A100-SXM4-80GB' → ['a100', 'sxm4', '80gb'] (vendor words dropped)."""
+    words = re.split(r"[\s\-_/,()]+", name.lower())
+    return [w for w in words if w and w not in ("nvidia", "geforce", "tesla", "quadro")]
+
+
+# Mobile parts share a desktop name but not its clocks or power: never use the table.
+_MOBILE_WORDS = frozenset({"laptop", "mobile", "max", "maxq", "max-q"})
+
+
 def known_peak(device_name: str | None) -> Mapping[str, float] | None:
-    """The table entry for a GPU name, or None (CPU, unknown GPU)."""
+    """The table entry whose key is a run of whole words of the GPU name, or None.
+
+    Matching is by whole tokens, never substrings, so "NVIDIA RTX A1000" is not an "A10"
+    and "NVIDIA RTX A3000 Laptop GPU" is not an "A30". Laptop/mobile parts get None (the
+    caller may estimate from SM count and clock instead).
+    """
     if not device_name:
         return None
+    tokens = _name_tokens(device_name)
+    if _MOBILE_WORDS & set(tokens) or "max-q" in device_name.lower():
+        return None
     for key, peaks in GPU_PEAKS:
-        if key.lower() in device_name.lower():
+        want = _name_tokens(key)
+        n = len(want)
+        if any(tokens[i:i + n] == want for i in range(len(tokens) - n + 1)):
             return peaks
     return None
+
+
+def pct_of_peak(achieved: float | None, peak: float | None) -> float | None:
+    """Achieved as a percentage of peak (same unit), None when either is unknown."""
+    if achieved is None or not peak or peak <= 0:
+        return None
+    return 100.0 * achieved / peak
 
 
 def estimated_peak_tflops(
@@ -354,6 +388,8 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             raise UsageError(f"bad mode {mode!r} (choose from {', '.join(MODES)})")
         if bench.kind != "infer":
             raise UsageError(f"--mode applies to inference benchmarks, not {name}")
+        if mode == "latency" and out["batch_size"] is not None and out["batch_size"] != 1:
+            raise UsageError("latency mode is single-stream: batch size 1")
     if out["sweep"]:
         if not bench.supports_sweep:
             raise UsageError(f"{name} does not support a batch-size sweep")
@@ -370,6 +406,17 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         raise UsageError("profile dir must be a path")
     if out["test_hook"] is not None and out["test_hook"] not in TEST_HOOKS:
         raise UsageError(f"bad test hook {out['test_hook']!r}")
+    params = out.get("params")
+    if params is not None:
+        if not isinstance(params, Mapping):
+            raise UsageError("params must be a JSON object")
+        known = set(bench.cpu) | set(bench.cuda) | set(TEST_PARAMS)
+        for key, value in params.items():
+            if key in SPEC_DEFAULTS or key not in known:
+                raise UsageError(f"unknown parameter {key!r} for {name}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise UsageError(f"parameter {key} must be a positive number, got {value!r}")
+        out["params"] = dict(params)
     return out
 
 
@@ -395,5 +442,7 @@ def resolve_spec(spec: Mapping[str, Any], device_type: str) -> dict[str, Any]:
         out["steps"] = 10
     if out.get("warmup") is None:
         out["warmup"] = 0
-    out["params"] = {k: v for k, v in defaults.items() if k not in SPEC_DEFAULTS}
+    # A caller's params (validated by validate_spec) override the device defaults.
+    out["params"] = {**{k: v for k, v in defaults.items() if k not in SPEC_DEFAULTS},
+                     **dict(spec.get("params") or {})}
     return out

@@ -5,14 +5,20 @@ The worker process spawns N ranks (NCCL on GPUs, Gloo on CPU) that meet at a fre
 worker's private event fd), so rank 0 sends them through a queue and the worker emits
 them. Ranks agree at every window end (one all-reduce: samples, stop flag, next window
 size), so they stop on the same step whether the run ends, times out or is cancelled.
+
+Ranks die with the worker: each arms PR_SET_PDEATHSIG (SIGKILL) on Linux, and every
+window end also checks os.getppid() (carried in the same all-reduce, so all ranks leave
+together instead of one waiting for the others in a collective).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
 import socket
+import sys
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -49,7 +55,7 @@ def run_ddp(ctx: Ctx) -> None:
     stop = mpc.Event()
     procs = [
         mpc.Process(target=rank_main, args=(r, world, port, backend, spec, dev.type, threads,
-                                            q, stop), daemon=True)
+                                            q, stop, os.getpid()), daemon=True)
         for r in range(world)
     ]
     for p in procs:
@@ -109,6 +115,8 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int) -
     doc = ctx.doc
     stats = LoopStats(steps=p["steps"], samples=p["samples"], wall_s=p["wall_s"],
                       step_ms=p["step_ms"], stopped_early=p["stopped_early"])
+    # throughput.mean = all ranks' samples / rank 0's wall time of the timed loop; the
+    # median is rank 0's per-step rate × world size (every rank does the same steps).
     fill_loop(doc, stats, p["samples_per_step"], ctx.bench.unit, scale=world)
     doc["phases_ms"] = p["phases_ms"]
     if p["phases_ms"] is not None:
@@ -116,19 +124,41 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int) -
     doc["peak_memory_bytes"] = p["peak_memory_bytes"]
     doc["settings"].update({
         "shapes": p["shapes"], "world_size": world, "backend": backend,
-        "threads_per_rank": threads, "ddp": "DistributedDataParallel, one process per rank",
+        # What each rank's torch ran with (the worker process itself only coordinates).
+        "threads": p["threads"], "interop_threads": p["interop_threads"],
+        "threads_per_rank": p["threads"], "threads_total": p["threads"] * world,
+        "ddp": "DistributedDataParallel, one process per rank",
         "throughput_scope": "aggregated over all ranks (batch_size is per rank)",
         "phases": "rank 0, separate instrumented pass with syncs between phases",
     })
+    # Each rank's own samples over its own timed-loop wall time; they add up to about
+    # throughput.mean (ranks start together after a barrier and stop on the same step).
     doc["extra"]["per_rank_samples_per_s"] = p["per_rank_rates"]
+    doc["extra"]["per_rank_samples"] = p["per_rank_samples"]
     doc["energy_j_per_sample"] = None
     doc["avg_power_w"] = None
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent dies (Linux), and exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent_pid:  # died before the prctl took effect
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1
+
+
 def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, Any],
-              device_type: str, threads: int, q: Any, stop: Any) -> None:
+              device_type: str, threads: int, q: Any, stop: Any, parent_pid: int) -> None:
+    die_with_parent(parent_pid)
     from gputui.bench.timing import PhaseTimer, sync, timed_loop
-    from gputui.bench.worker import classify, peak_memory
+    from gputui.bench.worker import classify, peak_memory, reset_peak
     from gputui.bench.workloads import TrainStep, configure_precision, make_workload
 
     local_stop = {"v": False}
@@ -165,15 +195,21 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
             step(i)
             emit(events.warmup(i + 1, n_warm))
         sync(dev)
-        if device_type == "cuda":
-            torch.cuda.reset_peak_memory_stats(dev)
+        reset_peak(dev)
+        # Start the timed loops together: per-rank walls then cover the same interval.
+        dist.barrier()
+        local_samples = {"n": 0}
 
         def window(local: int, done: bool, next_ws: int) -> tuple[int, bool, int]:
+            local_samples["n"] += local
             want_stop = done or local_stop["v"] or stop.is_set()
-            t = torch.tensor([local, int(want_stop), next_ws if rank == 0 else 0],
+            orphan = os.getppid() != parent_pid
+            t = torch.tensor([local, int(want_stop), next_ws if rank == 0 else 0, int(orphan)],
                              dtype=torch.int64, device=dev)
             dist.all_reduce(t)
-            total, stops, ws = (int(v) for v in t.tolist())
+            total, stops, ws, orphans = (int(v) for v in t.tolist())
+            if orphans:
+                os._exit(1)  # the worker is gone: nobody is left to report to
             return total, stops > 0, max(1, ws)
 
         stats = timed_loop(step, device=dev, samples_per_step=wl.samples_per_step,
@@ -181,10 +217,12 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
                            unit=catalog.get(spec["benchmark"]).unit, emit=emit,
                            make_progress=events.progress, window_hook=window)
         stopped = local_stop["v"] or stop.is_set()
-        rate = torch.tensor([stats.samples / world / stats.wall_s if stats.wall_s else 0.0],
-                            dtype=torch.float64, device=dev)
-        rates = [torch.zeros_like(rate) for _ in range(world)]
-        dist.all_gather(rates, rate)
+        # stats.samples is the all-rank total (the window hook sums it); per rank, count
+        # this rank's own samples over this rank's own wall time.
+        mine = torch.tensor([local_samples["n"] / stats.wall_s if stats.wall_s else 0.0,
+                             float(local_samples["n"])], dtype=torch.float64, device=dev)
+        gathered = [torch.zeros_like(mine) for _ in range(world)]
+        dist.all_gather(gathered, mine)
         phases: dict[str, float] | None = None
         if not stopped:
             timer = PhaseTimer(dev)
@@ -199,7 +237,10 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
                 "step_ms": stats.step_ms, "stopped_early": stats.stopped_early or stopped,
                 "samples_per_step": wl.samples_per_step, "phases_ms": phases,
                 "peak_memory_bytes": peak_memory(dev), "shapes": wl.shapes,
-                "per_rank_rates": [float(r.item()) for r in rates],
+                "per_rank_rates": [float(g[0].item()) for g in gathered],
+                "per_rank_samples": [int(g[1].item()) for g in gathered],
+                "threads": torch.get_num_threads(),
+                "interop_threads": torch.get_num_interop_threads(),
             }))
         dist.destroy_process_group()
     except Exception as exc:

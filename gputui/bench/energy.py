@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -99,15 +100,26 @@ class NvmlLink:
             return None
 
 
+# NVML's energy counter has millijoule resolution but is refreshed only every ~20-100 ms,
+# so the delta over a window is uncertain by up to one refresh period's worth of energy at
+# each end. Below this window length that is several percent: no figure is better than a
+# wrong one.
+MIN_ENERGY_WINDOW_S = 3.0
+
+
 class EnergyMeter:
     """Counter delta over the timed window → J per sample and average W.
 
-    The counter has millijoule resolution but updates every ~20-100 ms, so windows under a
-    few seconds are noisy; the window length is returned so readers can judge.
+    `stop()` returns the two result fields (None where unavailable, or when the window was
+    shorter than MIN_ENERGY_WINDOW_S) and "extra": what was measured and why a figure is
+    missing, for the result's extra.energy.
     """
 
-    def __init__(self, link: NvmlLink | None) -> None:
+    def __init__(self, link: Any | None, clock: Callable[[], float] = time.monotonic,
+                 min_window_s: float = MIN_ENERGY_WINDOW_S) -> None:
         self.link = link
+        self.clock = clock
+        self.min_window_s = min_window_s
         self._e0: int | None = None
         self._t0 = 0.0
 
@@ -115,19 +127,32 @@ class EnergyMeter:
         if self.link is None:
             return
         self._e0 = self.link.energy_mj()
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
 
-    def stop(self, samples: int) -> dict[str, float | None]:
-        out: dict[str, float | None] = {"energy_j_per_sample": None, "avg_power_w": None,
-                                        "energy_window_s": None}
-        if self.link is None or self._e0 is None:
+    def stop(self, samples: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"energy_j_per_sample": None, "avg_power_w": None, "extra": None}
+        if self.link is None:
+            return out
+        extra: dict[str, Any] = {"source": "NVML total energy counter (mJ)",
+                                 "window_s": None, "joules": None, "samples": samples,
+                                 "min_window_s": self.min_window_s, "note": None}
+        out["extra"] = extra
+        if self._e0 is None:
+            extra["note"] = "energy counter not readable at the start of the timed loop"
             return out
         e1 = self.link.energy_mj()
-        dt = time.monotonic() - self._t0
+        dt = self.clock() - self._t0
+        extra["window_s"] = dt
         if e1 is None or e1 < self._e0 or dt <= 0:
+            extra["note"] = "energy counter not readable (or went backwards) at the end"
             return out
         joules = (e1 - self._e0) / 1000.0
-        out["energy_window_s"] = dt
+        extra["joules"] = joules
+        if dt < self.min_window_s:
+            extra["note"] = (f"timed window {dt:.2f} s is shorter than {self.min_window_s:g} s;"
+                             " NVML's energy counter updates every 20-100 ms, so no "
+                             "energy figure is given (run longer, e.g. --duration 10)")
+            return out
         out["avg_power_w"] = joules / dt
         out["energy_j_per_sample"] = joules / samples if samples > 0 else None
         return out

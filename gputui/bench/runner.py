@@ -71,7 +71,7 @@ def make_spec(benchmark: str, **settings: Any) -> dict[str, Any]:
 
     Raises UsageError (one line) for anything the catalog rejects, before a worker starts.
     """
-    unknown = set(settings) - set(SPEC_DEFAULTS)
+    unknown = set(settings) - set(SPEC_DEFAULTS) - {"params"}
     if unknown:
         raise TypeError(f"unknown spec keys: {', '.join(sorted(unknown))}")
     given = {k: v for k, v in settings.items() if v is not None}
@@ -514,7 +514,10 @@ class BenchRun:
             device = "cuda:0"  # auto picks the first CUDA GPU; the env says it found one
         if not device.startswith("cuda"):
             return
-        self._watch = _ThrottleWatch.start(device, self.sampler)
+        # Several ranks use several GPUs: keep every GPU's episodes then.
+        multi = int(spec.get("nproc") or self.spec.get("nproc") or 1) > 1
+        gpu_index = None if multi else worker_nvml_index(env)
+        self._watch = _ThrottleWatch.start(gpu_index, self.sampler)
 
     def _stop_watch(self) -> list[dict[str, Any]]:
         watch, self._watch = self._watch, None
@@ -568,9 +571,9 @@ class _ThrottleWatch:
         self._start = start
 
     @classmethod
-    def start(cls, device: str, sampler: Any | None) -> _ThrottleWatch | None:
+    def start(cls, gpu_index: int | None, sampler: Any | None) -> _ThrottleWatch | None:
+        """Watch NVML device `gpu_index` (None: keep every GPU's episodes)."""
         start = datetime.now(UTC)
-        gpu_index = _nvml_index(device)
         if sampler is not None:
             return cls(sampler, False, gpu_index, start)
         try:
@@ -607,8 +610,27 @@ class _ThrottleWatch:
         return out
 
 
+def worker_nvml_index(env: Mapping[str, Any]) -> int | None:
+    """The NVML index of the worker's GPU, as the worker found it by UUID.
+
+    torch's cuda:N and NVML's index N are different numberings (CUDA_VISIBLE_DEVICES,
+    CUDA_DEVICE_ORDER=FASTEST_FIRST by default, MIG), so the runner never guesses from
+    the device string: without the worker's answer (no NVML, UUID not found) it keeps
+    every GPU's episodes; each episode names its own gpu_index.
+    """
+    nvml = env.get("nvml")
+    if not isinstance(nvml, Mapping):
+        return None
+    index = nvml.get("nvml_index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+
 def _nvml_index(device: str) -> int | None:
-    """cuda:N → NVML index N, mapped through CUDA_VISIBLE_DEVICES when it lists indices."""
+    """cuda:N → a *guess* at the NVML index (kept for gputui.ui.bench_session).
+
+    Prefer `worker_nvml_index(started_env)`: the guess is wrong whenever CUDA's order
+    (FASTEST_FIRST by default) differs from NVML's PCI order.
+    """
     try:
         ordinal = int(device.split(":", 1)[1]) if ":" in device else 0
     except ValueError:

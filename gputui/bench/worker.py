@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import platform
-import resource
 import signal
 import socket
 import sys
@@ -26,6 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import catalog, events
+from gputui.bench.memory import PeakRss
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -120,6 +120,8 @@ class Ctx:
         hook = self.spec.get("test_hook")
         if not self.hooks or hook is None or self.hook_fired:
             return
+        if hook == "oom" and "oom_above_batch" in self.params:
+            return  # the batch-threshold variant: see probe_hook
         self.hook_fired = True
         log.warning("test hook %r firing", hook)
         if hook == "crash":
@@ -136,6 +138,18 @@ class Ctx:
             # the runner's SIGKILL escalation is what ends this.
             while True:
                 time.sleep(3600)
+
+    def probe_hook(self, batch: int) -> None:
+        """test_hook "oom" + params.oom_above_batch N: any probe above batch N "OOMs"."""
+        limit = self.params.get("oom_above_batch")
+        if not self.hooks or self.spec.get("test_hook") != "oom" or limit is None:
+            return
+        if batch > int(limit):
+            import torch
+
+            raise torch.cuda.OutOfMemoryError(
+                f"CUDA out of memory at batch {batch} (simulated above batch {int(limit)} "
+                "by test hook)")
 
 
 # ---- error classification ---------------------------------------------------------------------
@@ -217,15 +231,41 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def peak_rss_bytes() -> int:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes.
-    return int(rss if sys.platform == "darwin" else rss * 1024)
+# Host memory peaks on CPU are per measured interval (see gputui.bench.memory).
+HOST_PEAK = PeakRss()
+
+
+def torchvision_version() -> str | None:
+    """Without importing torchvision (over a second) when the benchmark does not use it."""
+    mod = sys.modules.get("torchvision")
+    if mod is not None:
+        return str(mod.__version__)
+    import importlib.util
+    import re
+
+    # torchvision/version.py holds the full version ("0.29.1+cu130"); the distribution
+    # metadata may not carry the local "+cu..." part.
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None:
+        return None
+    for folder in spec.submodule_search_locations or []:
+        try:
+            with open(os.path.join(folder, "version.py"), encoding="utf-8") as f:
+                m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    try:
+        from importlib.metadata import version
+
+        return version("torchvision")
+    except Exception:
+        return None
 
 
 def collect_env(device: torch.device, link: NvmlLink | None) -> dict[str, Any]:
     import torch
-    import torchvision
 
     try:
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
@@ -238,7 +278,7 @@ def collect_env(device: torch.device, link: NvmlLink | None) -> dict[str, Any]:
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
+        "torchvision": torchvision_version(),
         "cuda": torch.version.cuda,
         "cudnn": cudnn,
         "driver": None,
@@ -282,8 +322,8 @@ def base_settings(ctx: Ctx) -> dict[str, Any]:
         "params": dict(ctx.params),
         "timing": "cuda_events" if ctx.device.type == "cuda" else "host_clock",
         "sync": "window ends only (windows of ~0.5 s)",
-        "peak_memory": ("torch.cuda.max_memory_allocated" if ctx.device.type == "cuda"
-                        else "process peak RSS (ru_maxrss), includes the Python runtime"),
+        "peak_memory": ("torch.cuda.max_memory_allocated since the timed loop (or probe) "
+                        "began" if ctx.device.type == "cuda" else _host_peak_text()),
     }
     settings.update(configure_precision(ctx.device, s["precision"]))
     return settings
@@ -304,11 +344,21 @@ def new_doc(ctx: Ctx, started_at: str) -> dict[str, Any]:
     }
 
 
+def _host_peak_text() -> str:
+    probe = PeakRss()
+    probe.reset()  # finds the method this platform allows
+    probe.peak()
+    return probe.description
+
+
 def reset_peak(device: torch.device) -> None:
+    """Start a measured interval: peak memory is reported per interval, not per process."""
     import torch
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    else:
+        HOST_PEAK.reset()
 
 
 def peak_memory(device: torch.device) -> int:
@@ -316,7 +366,7 @@ def peak_memory(device: torch.device) -> int:
 
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
-    return peak_rss_bytes()
+    return HOST_PEAK.peak()
 
 
 def free_memory(device: torch.device) -> None:
@@ -325,6 +375,20 @@ def free_memory(device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
+    else:
+        _malloc_trim()
+
+
+def _malloc_trim() -> None:
+    """Give freed heap back to the OS (glibc), so the next probe starts from a low RSS."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 # ---- device ---------------------------------------------------------------------------------
@@ -439,6 +503,14 @@ def energy_meter(ctx: Ctx) -> Any:
     return EnergyMeter(ctx.link if ctx.link is not None and ctx.link.available else None)
 
 
+def record_energy(doc: dict[str, Any], reading: dict[str, Any]) -> None:
+    """EnergyMeter.stop() → the result's two energy fields and extra.energy."""
+    doc["energy_j_per_sample"] = reading["energy_j_per_sample"]
+    doc["avg_power_w"] = reading["avg_power_w"]
+    if reading.get("extra") is not None:
+        doc["extra"]["energy"] = reading["extra"]
+
+
 def point_doc(ev: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ev.items() if k != "event"}
 
@@ -460,7 +532,7 @@ def run_train(ctx: Ctx) -> None:
     meter = energy_meter(ctx)
     meter.start()
     stats = measure(ctx, step, wl.samples_per_step, unit)
-    doc.update(meter.stop(stats.samples))
+    record_energy(doc, meter.stop(stats.samples))
     doc["peak_memory_bytes"] = peak_memory(dev)
     fill_loop(doc, stats, wl.samples_per_step, unit)
     if not stats.stopped_early:
@@ -498,7 +570,7 @@ def run_infer(ctx: Ctx) -> None:
             make_progress=events.progress, unit=unit, samples_per_request=wl.samples_per_step,
             should_stop=ctx.should_stop)
         samples = len(lat) * wl.samples_per_step
-        doc.update(meter.stop(samples))
+        record_energy(doc, meter.stop(samples))
         rates = [wl.samples_per_step / (ms / 1000.0) for ms in lat if ms > 0]
         doc["throughput"] = {"median": percentile(rates, 50),
                              "mean": samples / wall if wall > 0 else None,
@@ -512,7 +584,7 @@ def run_infer(ctx: Ctx) -> None:
             doc["status"] = "cancelled"
     else:
         stats = measure(ctx, step, wl.samples_per_step, unit)
-        doc.update(meter.stop(stats.samples))
+        record_energy(doc, meter.stop(stats.samples))
         fill_loop(doc, stats, wl.samples_per_step, unit)
         # In offline mode each step is one batch: its time is the batch's latency.
         doc["latency_ms"] = latency_summary(stats.step_ms)
@@ -546,10 +618,15 @@ def run_sweep(ctx: Ctx) -> None:
             break
         ctx.current_batch = b
         failed: str | None = None
+        # The previous point's model and batches go before this one's are built, and their
+        # heap goes back to the OS: the per-point peak starts from a clean baseline.
+        wl = step = None  # type: ignore[assignment]
+        free_memory(dev)
         try:
             wl = make_workload(spec, dev, b)
             step = (TrainStep if train else InferStep)(wl, dev, spec["precision"],
                                                        spec["compile"])
+            ctx.probe_hook(b)
             do_warmup(ctx, step, spec["warmup"])
             reset_peak(dev)
             stats = measure(ctx, step, wl.samples_per_step, unit)
@@ -598,6 +675,9 @@ def run_batch_finder(ctx: Ctx) -> None:
     doc["settings"]["max_batch"] = cap
     doc["settings"]["memory_budget_bytes"] = budget
     doc["settings"]["probe"] = "training step; doubling from 2, then bisection after a failure"
+    doc["settings"]["probe_memory"] = (
+        "peak per probe: torch.cuda.max_memory_allocated after a reset" if dev.type == "cuda"
+        else "peak per probe: " + _host_peak_text())
     results: dict[int, dict[str, Any]] = {}
 
     def probe(b: int) -> bool:
@@ -606,15 +686,21 @@ def run_batch_finder(ctx: Ctx) -> None:
         err: str | None = None
         tp: dict[str, Any] | None = None
         mem: int | None = None
+        n_steps = n_samples = 0
+        # Each probe's peak is its own: reset before the model is built, so weights,
+        # activations and optimizer state all count, and an earlier, larger probe does not.
+        free_memory(dev)
+        reset_peak(dev)
         try:
+            ctx.probe_hook(b)
             wl = make_workload(spec, dev, b)
             step = TrainStep(wl, dev, spec["precision"], spec["compile"])
             do_warmup(ctx, step, spec["warmup"])
-            reset_peak(dev)
             stats = measure(ctx, step, wl.samples_per_step, unit,
                             steps=spec.get("steps") or 2, use_spec_bounds=False)
             tp = throughput_summary(stats.step_ms, wl.samples_per_step, stats.samples,
                                     stats.wall_s, unit)
+            n_steps, n_samples = stats.steps, stats.samples
             mem = peak_memory(dev)
             if budget is not None and mem > budget:
                 err = f"over the memory budget ({mem} > {budget} bytes)"
@@ -626,9 +712,11 @@ def run_batch_finder(ctx: Ctx) -> None:
         free_memory(dev)
         ev = events.point(label=f"batch {b}", batch_size=b,
                           throughput=tp["median"] if tp else None, unit=unit, ok=err is None,
-                          error=err, peak_memory_bytes=mem)
+                          error=err, peak_memory_bytes=mem, samples=n_samples)
         ctx.emit(ev)
         doc["points"].append(point_doc(ev))
+        doc["steps"] += n_steps
+        doc["samples"] += n_samples
         if err is None:
             results[b] = {"throughput": tp, "peak_memory_bytes": mem}
         return err is None
@@ -657,13 +745,15 @@ def run_batch_finder(ctx: Ctx) -> None:
             ok_max = mid
         else:
             fail_min = mid
+    fits = sum(1 for p in doc["points"] if p.get("ok"))
     doc["extra"].update({"max_batch_fit": ok_max, "first_failed_batch": fail_min,
-                         "limit": limit})
+                         "limit": limit, "probes": len(doc["points"]), "probes_fit": fits,
+                         "probes_failed": len(doc["points"]) - fits})
     doc["batch_size"] = ok_max
     if ok_max is not None:
         doc["throughput"] = results[ok_max]["throughput"]
         doc["peak_memory_bytes"] = results[ok_max]["peak_memory_bytes"]
-    doc["steps"] = len(doc["points"])
+    # steps/samples are the timed ones summed over every probe (warm-up excluded).
 
 
 def run_train_to_accuracy(ctx: Ctx) -> None:
@@ -671,13 +761,18 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     from torch import nn
 
     from gputui.bench.timing import sync
-    from gputui.bench.workloads import SmallCNN, Teacher, autocast
+    from gputui.bench.workloads import SmallCNN, Teacher, autocast, synthetic_images
 
     spec, doc, dev, p = ctx.spec, ctx.doc, ctx.device, ctx.params
     b, size, classes = spec["batch_size"], spec["image_size"], int(p["classes"])
     ctx.current_batch = b
     target = float(p["target_accuracy"])
-    eval_every, max_steps = int(p["eval_every"]), int(spec.get("steps") or 1000)
+    # Bounds: --steps N stops after exactly N steps, --duration S after the step that
+    # crosses S seconds of training time (evaluation excluded); the target ends it earlier.
+    eval_every = int(p["eval_every"])
+    max_steps: int | None = spec.get("steps")
+    duration_s: float | None = spec.get("duration_s")
+    channels_last = bool(spec["channels_last"])
     torch.manual_seed(spec["seed"])
     gen = torch.Generator(device=dev).manual_seed(spec["seed"] + 1)
     calib = torch.randn(4096, 3, size, size, device=dev, generator=gen)
@@ -686,7 +781,7 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     student = SmallCNN(classes).to(dev)
     if spec["channels_last"]:
         student = student.to(memory_format=torch.channels_last)
-    x_val = torch.randn(int(p["val_samples"]), 3, size, size, device=dev, generator=gen)
+    x_val = synthetic_images(int(p["val_samples"]), size, dev, gen, channels_last)
     y_val = teacher(x_val).argmax(1)
     opt = torch.optim.AdamW(student.parameters(), lr=3e-3)
     loss_fn = nn.CrossEntropyLoss()
@@ -698,7 +793,9 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
                 "images (balanced classes); fresh training images every step; fixed "
                 "validation set",
         "optimizer": "AdamW lr=3e-3", "target_accuracy": target, "eval_every": eval_every,
-        "max_steps": max_steps, "val_samples": int(p["val_samples"]),
+        "max_steps": max_steps, "max_duration_s": duration_s,
+        "val_samples": int(p["val_samples"]),
+        "input_memory_format": "channels_last" if channels_last else "contiguous",
     })
 
     def accuracy() -> float:
@@ -716,12 +813,28 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     t_last_progress = t_start
     step = 0
     acc = 0.0
-    while step < max_steps and not ctx.cancel.is_set():
+    bound = None
+
+    def out_of_budget(in_chunk_s: float) -> str | None:
+        if max_steps is not None and step >= max_steps:
+            return "steps"
+        if duration_s is not None and train_s + in_chunk_s >= duration_s:
+            return "duration"
+        return None
+
+    while not ctx.cancel.is_set():
         if step == 1:
             ctx.fire_hook()
         t0 = time.perf_counter()
-        for _ in range(eval_every):
-            x = torch.randn(b, 3, size, size, device=dev, generator=gen)
+        chunk = 0
+        while chunk < eval_every:
+            # A host clock read, no device sync: on CUDA the bound may be crossed by the
+            # queued work of one chunk at most.
+            bound = out_of_budget(time.perf_counter() - t0)
+            if bound is not None:
+                break
+            chunk += 1
+            x = synthetic_images(b, size, dev, gen, channels_last)
             y = teacher(x).argmax(1)
             with autocast(dev, spec["precision"]):
                 loss = loss_fn(student(x).float(), y)
@@ -734,6 +847,8 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
                 opt.step()
             opt.zero_grad(set_to_none=True)
             step += 1
+        if chunk == 0:
+            break
         sync(dev)
         t1 = time.perf_counter()
         train_s += t1 - t0
@@ -741,14 +856,18 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
         eval_s += time.perf_counter() - t1
         curve.append([step, round(acc, 4)])
         now = time.perf_counter()
-        if now - t_last_progress >= 0.5 or acc >= target:
+        bound = bound or out_of_budget(0.0)
+        done = acc >= target or bound is not None
+        if now - t_last_progress >= 0.5 or done:
             ctx.emit(events.progress(step=step, of=max_steps, elapsed_s=now - t_start,
-                                     duration_s=None, throughput=eval_every * b / (t1 - t0),
+                                     duration_s=duration_s, throughput=chunk * b / (t1 - t0),
                                      unit=ctx.bench.unit, window_s=t1 - t0,
-                                     samples=eval_every * b))
+                                     samples=chunk * b))
             t_last_progress = now
         if acc >= target:
             reached_at = step
+            break
+        if bound is not None:
             break
     wall = time.perf_counter() - t_start
     samples = step * b
@@ -762,6 +881,8 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
         "steps_to_target": reached_at, "final_accuracy": acc,
         "time_to_target_s": wall if reached_at is not None else None,
         "train_time_s": train_s, "eval_time_s": eval_s, "curve": curve,
+        "stopped_by": "target" if reached_at is not None else (
+            "cancel" if ctx.cancel.is_set() else bound),
     })
     if ctx.cancel.is_set() and reached_at is None:
         doc["status"] = "cancelled"
@@ -809,7 +930,7 @@ def run_matmul(ctx: Ctx) -> None:
         tp = throughput_summary(stats.step_ms, flops / 1e12, stats.samples * flops / 1e12,
                                 stats.wall_s, "TFLOP/s")
         pk = peak.get(dt) if peak else None
-        pct = 100.0 * tp["median"] / pk if pk and tp["median"] else None
+        pct = catalog.pct_of_peak(tp["median"], pk)
         ev = events.point(label=dt, batch_size=None, throughput=tp["median"], unit="TFLOP/s",
                           dtype=dt, peak_tflops=pk, pct_of_peak=pct, peak_source=source if pk
                           else None, mean=tp["mean"])
@@ -898,7 +1019,7 @@ def run_membw(ctx: Ctx) -> None:
         stats = measure(ctx, fn, 1, "steps/s")
         tp = throughput_summary(stats.step_ms, moved / 1e9, stats.samples * moved / 1e9,
                                 stats.wall_s, "GB/s")
-        pct = 100.0 * tp["median"] / pk if pk and tp["median"] else None
+        pct = catalog.pct_of_peak(tp["median"], pk)
         ev = events.point(label=label, batch_size=None, throughput=tp["median"], unit="GB/s",
                           bytes_per_step=moved, peak_gbps=pk, pct_of_peak=pct,
                           peak_source=source if pk else None, mean=tp["mean"])

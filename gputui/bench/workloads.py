@@ -144,6 +144,18 @@ def image_batches(
     return out
 
 
+def synthetic_images(
+    n: int, image_size: int, device: torch.device, gen: torch.Generator, channels_last: bool,
+) -> torch.Tensor:
+    """Gaussian images made on `device`; NHWC strides when the model runs channels_last.
+
+    A channels_last model fed NCHW inputs converts them inside the first conv, which both
+    costs time and measures a different thing from what the setting says.
+    """
+    x = torch.randn(n, 3, image_size, image_size, device=device, generator=gen)
+    return x.contiguous(memory_format=torch.channels_last) if channels_last else x
+
+
 def token_batches(
     batch: int, seq_len: int, vocab: int, device: torch.device, gen: torch.Generator
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -69,7 +69,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="data-parallel processes (training)")
     rp.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for torch")
     rp.add_argument("--profile", action="store_true",
-                    help="write a torch profiler trace next to the results")
+                    help="a short extra pass under torch.profiler after the timed run: "
+                    "prints the top ops and writes a Chrome trace next to the results")
     rp.add_argument("--timeout", type=positive_float, metavar="S",
                     help="stop the worker after S seconds (default 1800)")
     rp.add_argument("--json", action="store_true",
@@ -230,7 +231,7 @@ def run_bench(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     else:
         console = _console()
-        console.print(summary_table(doc))
+        print_summary(console, doc)
         console.print(f"[dim]saved {path}[/]")
 
     if doc["status"] == "cancelled":
@@ -256,7 +257,9 @@ def _cancel_on_signals(run: BenchRun) -> Iterator[list[int]]:
             run.kill()
             return
         received.append(signum)
-        print("\ngputui: cancelling… (Ctrl-C again to stop at once)", file=sys.stderr)
+        # On a terminal the progress bar owns the current line; elsewhere no blank line.
+        lead = "\n" if sys.stderr.isatty() else ""
+        print(f"{lead}gputui: cancelling… (Ctrl-C again to stop at once)", file=sys.stderr)
         run.cancel()
 
     previous = {}
@@ -283,6 +286,14 @@ def _show_progress(run: BenchRun, spec: Mapping[str, Any]) -> None:
     )
 
     console = _console(stderr=True)
+    if not console.is_terminal:
+        # rich ends even a transient progress display with a newline when stderr is a
+        # file or pipe: that blank line would precede a one-line error. Without a
+        # terminal there is nothing to animate anyway: only the sweep/probe points.
+        for event in run.events():
+            if event["event"] == "point":
+                console.print(f"  {_point_text(event)}", soft_wrap=True, markup=False)
+        return
     title = " ".join(str(x) for x in (spec["benchmark"], spec.get("model")) if x)
     with Progress(
         SpinnerColumn(),
@@ -315,14 +326,28 @@ def _show_progress(run: BenchRun, spec: Mapping[str, Any]) -> None:
                 progress.update(task, description=title, total=total, completed=done,
                                 tp=f"{_num(event['throughput'])} {event['unit']}")
             elif kind == "point":
-                status = (f"{_num(event.get('throughput'))} {event['unit']}" if event["ok"]
-                          else f"[red]{event.get('error') or 'failed'}[/]")
-                batch = f" batch {event['batch_size']}" if event.get("batch_size") else ""
-                progress.console.print(f"  {event['label']}{batch}: {status}")
+                progress.console.print(f"  {_point_text(event)}", markup=False)
             elif kind == "result":
                 progress.update(task, description=f"{title}: done")
             if run.cancel_requested:
                 progress.update(task, description=f"{title}: cancelling")
+
+
+def _point_label(point: Mapping[str, Any]) -> str:
+    """"batch 8" once, even though sweep labels already say "batch 8"."""
+    label = str(point.get("label") or "")
+    batch = point.get("batch_size")
+    if batch and f"batch {batch}" not in label:
+        label = f"{label} batch {batch}".strip()
+    return label
+
+
+def _point_text(point: Mapping[str, Any]) -> str:
+    if point.get("ok", True):
+        value = f"{_num(point.get('throughput'))} {point.get('unit') or ''}".rstrip()
+    else:
+        value = str(point.get("error") or "failed")
+    return f"{_point_label(point)}: {value}"
 
 
 def _failure_line(doc: Mapping[str, Any], show_tail: bool = False) -> str:
@@ -368,7 +393,55 @@ def _when(iso: Any) -> str:
 _STATUS_STYLE = {"ok": "green", "cancelled": "yellow", "failed": "red"}
 
 
+def _profile_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
+    prof = extra.get("profile")
+    return prof if isinstance(prof, dict) else {}
+
+
+def print_summary(console: Console, doc: Mapping[str, Any]) -> None:
+    """The summary table, then (after --profile) the top ops and the trace's path."""
+    from rich.markup import escape
+
+    console.print(summary_table(doc))
+    profile = profile_table(doc)
+    if profile is not None:
+        console.print(profile)
+    trace = _profile_of(doc).get("trace_path")
+    if trace:
+        console.print(f"Chrome trace: {escape(str(trace))}", soft_wrap=True)
+        console.print("[dim]  (open it in https://ui.perfetto.dev or chrome://tracing)[/]")
+
+
+def profile_table(doc: Mapping[str, Any], top: int = 10) -> Table | None:
+    """The `--profile` pass's top ops (by self time), or None when there was none."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    prof = _profile_of(doc)
+    ops = [op for op in prof.get("top_ops") or [] if isinstance(op, dict)]
+    if not ops:
+        return None
+    device = any(op.get("self_device_ms") is not None for op in ops)
+    table = Table(title=f"top ops by self {'device' if device else 'CPU'} time "
+                  f"(profiler pass of {prof.get('steps')} steps, after the timed run)")
+    table.add_column("op")
+    table.add_column("calls", justify="right")
+    table.add_column("self CPU ms", justify="right")
+    table.add_column("total CPU ms", justify="right")
+    if device:
+        table.add_column("self device ms", justify="right")
+    for op in ops[:top]:
+        cells = [escape(str(op.get("name"))), str(op.get("count")), _num(op.get("self_cpu_ms")),
+                 _num(op.get("cpu_total_ms"))]
+        if device:
+            cells.append(_num(op.get("self_device_ms")))
+        table.add_row(*cells)
+    return table
+
+
 def summary_table(doc: Mapping[str, Any]) -> Table:
+    from rich.markup import escape
     from rich.table import Table
 
     from gputui.bench import results
@@ -422,11 +495,25 @@ def summary_table(doc: Mapping[str, Any]) -> Table:
     points = doc.get("points") or []
     for p in points:
         if isinstance(p, dict):
-            value = f"{_num(p.get('throughput'))} {p.get('unit') or ''}" if p.get("ok", True) \
-                else f"[red]{p.get('error') or 'failed'}[/]"
-            batch = f" batch {p['batch_size']}" if p.get("batch_size") else ""
-            row(f"  {p.get('label')}{batch}", value)
-    row("steps / samples", f"{doc.get('steps')} / {doc.get('samples')}")
+            value = escape(f"{_num(p.get('throughput'))} {p.get('unit') or ''}") \
+                if p.get("ok", True) else f"[red]{escape(str(p.get('error') or 'failed'))}[/]"
+            row(f"  {escape(_point_label(p))}", value)
+    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
+    if doc.get("benchmark") == "batch-finder":
+        fits = extra.get("probes_fit")
+        probes = extra.get("probes", len(points))
+        row("largest batch that fits", str(extra.get("max_batch_fit") or "none")
+            + f"  (limit: {extra.get('limit') or 'N/A'})")
+        row("probes", f"{probes}" + (f" ({fits} fit, {extra.get('probes_failed')} failed)"
+                                     if fits is not None else ""))
+        row("timed steps / samples (all probes)", f"{doc.get('steps')} / {doc.get('samples')}")
+    elif doc.get("samples"):
+        row("timed steps / samples", f"{doc.get('steps')} / {doc.get('samples')}")
+    else:
+        row("timed steps", str(doc.get("steps")))
+    energy_extra = extra.get("energy") if isinstance(extra.get("energy"), dict) else {}
+    if energy_extra.get("note"):
+        row("energy note", escape(str(energy_extra["note"])))
     dur = doc.get("duration_s")
     row("started", f"{_when(doc.get('started_at'))}"
         + (f"  ({_num(dur)} s)" if dur is not None else ""))
@@ -480,7 +567,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(results.dumps(doc))
         return 0
-    _console().print(summary_table(doc))
+    print_summary(_console(), doc)
     return 0
 
 

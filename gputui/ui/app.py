@@ -44,7 +44,9 @@ from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_the
 from gputui.ui.widgets.gpu_panel import (
     PANEL_HEIGHT,
     PANEL_MIN_WIDTH,
+    SPARK_ROWS_MAX,
     GpuFrame,
+    panel_height,
     window_label,
 )
 from gputui.ui.widgets.header import HeaderInfo
@@ -56,6 +58,9 @@ if TYPE_CHECKING:
 WINDOWS_S = (60.0, 300.0, 900.0)
 DEFAULT_WINDOW_S = 300.0
 BOTTOM_MIN_ROWS = 10  # host panel + a few process rows must stay visible under the GPUs
+BOTTOM_ROOMY_ROWS = 20  # taller sparklines only if the bottom keeps at least this much
+WIDE_COLUMNS = 180  # from here the host panel is wider (per-core bars in more columns)
+TALL_ROWS = 60  # from here the host is a strip above a full-width process table
 REPLAY_TICK_S = 0.1
 PROCESS_REFRESH_S = 3.0
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
@@ -363,14 +368,18 @@ class GputuiApp(App[int]):
 
     # --- sizing ---------------------------------------------------------------------------
 
-    def _layout_for(self, width: int, height: int, n: int) -> tuple[bool, int]:
-        """(auto compact?, panel columns) for a terminal size and GPU count."""
+    def _layout_for(self, width: int, height: int, n: int) -> tuple[bool, int, int]:
+        """(auto compact?, panel columns, sparkline rows) for a terminal size and GPU
+        count. Sparklines grow (up to SPARK_ROWS_MAX rows) only when the panels still
+        leave BOTTOM_ROOMY_ROWS for the host and the processes."""
         if n == 0:
-            return False, 1
+            return False, 1, 1
         cols = max(1, min(n, width // PANEL_MIN_WIDTH))
         rows = math.ceil(n / cols)
         room = height - 2 - BOTTOM_MIN_ROWS  # header, footer
-        return rows * PANEL_HEIGHT > room, cols
+        spark = next((h for h in range(SPARK_ROWS_MAX, 1, -1)
+                      if rows * panel_height(h) <= height - 2 - BOTTOM_ROOMY_ROWS), 1)
+        return rows * PANEL_HEIGHT > room, cols, spark
 
     @property
     def compact(self) -> bool:
@@ -384,11 +393,13 @@ class GputuiApp(App[int]):
             return
         width, height = self.size
         self.main.set_class(width < 100, "-narrow")
-        auto, cols = self._layout_for(width, height,
-                                      len(area.indices) if n is None else n)
+        self.main.set_class(width >= WIDE_COLUMNS, "-wide")
+        self.main.set_class(height >= TALL_ROWS, "-tall")
+        auto, cols, spark = self._layout_for(width, height,
+                                             len(area.indices) if n is None else n)
         compact = auto if self._compact_override is None else self._compact_override
         was = area.compact
-        area.set_layout(compact, cols)
+        area.set_layout(compact, cols, spark)
         if compact != was:
             self._update_gpus()  # the other kind of widget was not kept up to date
 
@@ -433,7 +444,7 @@ class GputuiApp(App[int]):
     def action_toggle_compact(self) -> None:
         area = self.main.gpus
         want = not area.compact
-        auto, _ = self._layout_for(*self.size, len(area.indices))
+        auto, _, _ = self._layout_for(*self.size, len(area.indices))
         # Pressing c again to get back to what the size suggests returns to automatic.
         self._compact_override = None if want == auto else want
         self.relayout()

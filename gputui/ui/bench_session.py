@@ -62,6 +62,15 @@ def spec_label(spec: Mapping[str, Any]) -> str:
         parts.append(f"· batch {spec['batch_size']}")
     if spec.get("mode"):
         parts.append(f"· {spec['mode']}")
+    flags = [name for name, key in (("sweep", "sweep"), ("channels-last", "channels_last"),
+                                    ("compile", "compile"), ("profile", "profile"))
+             if spec.get(key)]
+    if (spec.get("nproc") or 1) > 1:
+        flags.append(f"nproc {spec['nproc']}")
+    if spec.get("threads"):
+        flags.append(f"threads {spec['threads']}")
+    if flags:
+        parts.append("· " + " ".join(flags))
     return " ".join(parts)
 
 
@@ -233,6 +242,14 @@ class BenchSession:
         self._changed("queue")
         self._start_next()
         return ahead
+
+    def remove_queued(self, index: int) -> Planned | None:
+        """Drop one waiting run (0 = next to start); None if there is no such entry."""
+        if not 0 <= index < len(self.queue):
+            return None
+        planned = self.queue.pop(index)
+        self._changed("queue")
+        return planned
 
     def clear_queue(self) -> int:
         n = len(self.queue)

@@ -1,20 +1,25 @@
-"""The fleet view: one row per host × GPU, alerts underneath; scraping runs in a thread worker.
+"""The fleet view: one row per host × GPU, alerts underneath; scraping runs off the event loop.
 
 The poller (gputui.fleet.scrape) does every blocking call; this app only asks it
-for a FleetSnapshot off the event loop and shows the immutable result.
+for a FleetSnapshot on a daemon thread and shows the immutable result, posted back
+as a message. Not a Textual thread worker: those run on asyncio's default executor,
+which is joined when the app exits, so a poll in flight would keep the process alive
+after `q`. A daemon thread is simply abandoned.
 """
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
-from gputui.fleet.model import FleetSnapshot
+from gputui.fleet.model import FleetSnapshot, local_clock
 from gputui.fleet.scrape import Poller
 from gputui.fleet.view import host_rows
 
@@ -30,6 +35,14 @@ STATUS_STYLE = {
     "nogpu": "dim",
 }
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow"}
+
+
+class Polled(Message):
+    """A poll finished (posted from the polling thread)."""
+
+    def __init__(self, snapshot: FleetSnapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
 
 
 class FleetApp(App[None]):
@@ -73,8 +86,8 @@ class FleetApp(App[None]):
         if self._busy:
             return
         self._busy = True
-        self.run_worker(lambda: self._poll_in_thread(force), thread=True, group="fleet-poll",
-                        exit_on_error=False)
+        threading.Thread(target=self._poll_in_thread, args=(force,), name="gputui-fleet-poll",
+                         daemon=True).start()
 
     def _poll_in_thread(self, force: bool) -> None:
         try:
@@ -83,9 +96,12 @@ class FleetApp(App[None]):
             snap = FleetSnapshot(time=datetime.now(UTC), source="fleet",
                                  error=f"polling failed: {type(exc).__name__}: {exc}")
         try:
-            self.call_from_thread(self.show, snap)
+            self.post_message(Polled(snap))  # never blocks; dropped once the app is closing
         except RuntimeError:
-            pass  # the app is closing; nobody to show it to
+            pass  # the event loop is gone; nobody to show it to
+
+    def on_polled(self, message: Polled) -> None:
+        self.show(message.snapshot)
 
     def show(self, snap: FleetSnapshot) -> None:
         self._busy = False
@@ -101,10 +117,9 @@ class FleetApp(App[None]):
             table.move_cursor(row=min(cursor, table.row_count - 1))
         up = sum(1 for h in snap.hosts if h.state.value == "up")
         gpus = sum(len(h.gpus) for h in snap.hosts)
-        local = snap.time.astimezone()
         self.query_one("#status", Static).update(
             f"{snap.source}: {up}/{len(snap.hosts)} hosts up, {gpus} GPUs — "
-            f"updated {local:%H:%M:%S}, every {self.interval:g}s")
+            f"updated {local_clock(snap.time)}, every {self.interval:g}s")
         alerts = snap.alerts()
         text = Text()
         if not alerts:

@@ -52,8 +52,9 @@ def gputui(*argv: str, env: dict[str, str] | None = None,
 
 def assert_usage_error(proc: subprocess.CompletedProcess[str], fragment: str) -> None:
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
+    # Exactly one line: no blank line before it (a progress bar's leftovers) or after.
+    assert proc.stderr.endswith("\n") and proc.stderr.count("\n") == 1, repr(proc.stderr)
+    lines = proc.stderr.splitlines()
     assert lines[0].startswith("gputui: ")
     assert fragment in lines[0]
     assert "Traceback" not in proc.stderr
@@ -93,6 +94,8 @@ def test_list_does_not_import_torch() -> None:
         (["show", "20990101-000000-000-abcdef"], "no result with id"),
         (["compare", "nope-a", "nope-b"], "no result with id 'nope-a'"),
         (["export", "nope"], "no result with id"),
+        (["run", "cnn-infer", "--mode", "latency", "--batch-size", "4"],
+         "latency mode is single-stream: batch size 1"),
         ([], "choose a bench command"),
     ],
 )
@@ -231,3 +234,62 @@ def test_ctrl_c_cancels_and_saves_a_partial_result(data_dir: Path) -> None:
     assert [(d["id"], d["status"]) for d in hist.results] == [(doc["id"], "cancelled")]
     for w in workers:
         assert not w.is_running() or w.status() == psutil.STATUS_ZOMBIE
+
+
+@needs_torch
+def test_worker_side_usage_error_is_exactly_one_line() -> None:
+    # Device "auto" resolves to the CPU inside the worker, after the progress display has
+    # started: its error must still be the only line on stderr.
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=WAIT_S)
+    if probe.stdout.strip() == "True":
+        pytest.skip("this machine has CUDA")
+    proc = gputui("bench", "run", "rnn-train", "--precision", "fp16", "--steps", "1")
+    assert_usage_error(proc, "fp16")
+
+
+@needs_torch
+def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path) -> None:
+    # Also the default rnn-train model (LSTM) end to end through the CLI.
+    proc = gputui("bench", "run", "rnn-train", "--device", "cpu", "--batch-size", "2",
+                  "--seq-len", "8", "--steps", "3", "--warmup", "1", "--threads", "1",
+                  "--profile")
+    assert proc.returncode == 0, proc.stderr
+    (doc,) = results.history().results
+    assert doc["model"] == "lstm" and doc["status"] == "ok"
+    assert doc["samples"] == 3 * 2 * 8 and doc["throughput"]["unit"] == "tokens/s"
+    prof = doc["extra"]["profile"]
+    trace = Path(prof["trace_path"])
+    assert trace.is_file() and trace.parent.parent == data_dir / "profiles"
+    out = " ".join(proc.stdout.split())  # rich may wrap long cells
+    assert "top ops" in out
+    assert prof["top_ops"][0]["name"] in out
+    assert f"Chrome trace: {trace}" in proc.stdout.replace("\n", "")
+
+
+def test_summary_labels_points_once_and_explains_batch_finder() -> None:
+    from rich.console import Console
+
+    from gputui.commands.bench import summary_table
+
+    doc = make_doc()
+    doc["points"] = [
+        {"label": "batch 1", "batch_size": 1, "throughput": 10.0, "unit": "images/s",
+         "ok": True, "error": None},
+        {"label": "fp32", "batch_size": None, "throughput": 1.5, "unit": "TFLOP/s",
+         "ok": True, "error": None},
+    ]
+    console = Console(width=200, record=True)
+    console.print(summary_table(doc))
+    text = console.export_text()
+    assert "batch 1 batch 1" not in text and "batch 1" in text
+
+    doc = make_doc()
+    doc.update({"benchmark": "batch-finder", "steps": 3, "samples": 11, "batch_size": 5,
+                "extra": {"max_batch_fit": 5, "limit": "oom", "probes": 5, "probes_fit": 3,
+                          "probes_failed": 2}})
+    console = Console(width=200, record=True)
+    console.print(summary_table(doc))
+    text = console.export_text()
+    assert "largest batch that fits" in text and "5 (3 fit, 2 failed)" in text
+    assert "3 / 11" in text and "3 / 0" not in text

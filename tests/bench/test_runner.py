@@ -314,3 +314,61 @@ def test_real_worker_hang_hook_times_out_and_leaves_no_process() -> None:
     assert doc["error"]["kind"] == "timeout"
     assert run.pid is not None
     assert_gone(run.pid)
+
+
+# --------------------------------------------------------------------------- throttle episodes
+
+
+class _FakeSampler:
+    """What the runner needs from a telemetry sampler: its throttle episodes."""
+
+    def __init__(self, episodes: list[Any]) -> None:
+        self._episodes = episodes
+
+    def episodes(self) -> list[Any]:
+        return list(self._episodes)
+
+
+def _episode(gpu: int, start: Any) -> Any:
+    from datetime import timedelta
+
+    from gputui.telemetry.throttle import ThrottleEpisode
+
+    return ThrottleEpisode(gpu_index=gpu, gpu_uuid=f"GPU-{gpu}", mask=0x20,
+                           start=start + timedelta(milliseconds=10), end=None,
+                           peak_temp_c=90, min_clock_sm_mhz=900, clock_sm_before_mhz=1800)
+
+
+def _started(env: dict[str, Any], nproc: int = 1) -> dict[str, Any]:
+    return {"event": "started", "t": 0.1, "v": 1, "pid": 1, "benchmark": "cnn-train",
+            "spec": {"device": "cuda:0", "nproc": nproc}, "env": env}
+
+
+def test_throttle_episodes_follow_the_workers_nvml_index() -> None:
+    # torch's cuda:0 is NVML GPU 1 here (CUDA orders fastest first, NVML by PCI bus):
+    # only the worker, which matched the UUID, knows.
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    sampler = _FakeSampler([_episode(0, now), _episode(1, now)])
+    run = BenchRun(make_spec("cnn-train", device="cuda:0"), sampler=sampler)
+    run._handle(_started({"device": "cuda:0", "compute_capability": "8.0",
+                          "nvml": {"nvml_index": 1, "uuid": "GPU-1"}}))
+    episodes = run._stop_watch()
+    assert [e["gpu"] for e in episodes] == [1]
+
+    # No NVML answer from the worker: keep every GPU's episodes rather than guess.
+    run = BenchRun(make_spec("cnn-train", device="cuda:0"), sampler=sampler)
+    run._handle(_started({"device": "cuda:0", "compute_capability": "8.0"}))
+    assert sorted(e["gpu"] for e in run._stop_watch()) == [0, 1]
+
+    # DDP uses one GPU per rank: every GPU's episodes count.
+    run = BenchRun(make_spec("cnn-train", device="cuda:0", nproc=2), sampler=sampler)
+    run._handle(_started({"device": "cuda:0", "nvml": {"nvml_index": 1}}, nproc=2))
+    assert sorted(e["gpu"] for e in run._stop_watch()) == [0, 1]
+
+    # A CPU run never watches.
+    run = BenchRun(make_spec("cnn-train", device="cpu"), sampler=sampler)
+    run._handle(_started({"device": "cpu"}))
+    assert run._stop_watch() == []
+    assert runner.worker_nvml_index({"nvml": {"nvml_index": True}}) is None

@@ -57,3 +57,16 @@ def test_vit_b_16_builds_at_small_image_size() -> None:
     with torch.inference_mode():
         out = model(torch.randn(1, 3, 32, 32))
     assert out.shape == (1, 1000)
+
+
+def test_rnn_infer_latency_mode() -> None:
+    run = run_worker({"benchmark": "rnn-infer", "device": "cpu", "mode": "latency",
+                      "seq_len": 8, "steps": 6, "warmup": 1, "threads": 1})
+    doc = check_ok(run)
+    assert doc["model"] == "lstm" and doc["batch_size"] == 1
+    assert doc["settings"]["mode"] == "latency" and "single-stream" in doc["settings"]["latency"]
+    _ordered(doc["latency_ms"])
+    assert doc["steps"] == 6 and doc["samples"] == 6 * 8  # tokens: 1 sequence × 8
+    assert doc["throughput"]["unit"] == "tokens/s"
+    assert doc["throughput"]["mean"] > 0 and doc["phases_ms"] is None
+    assert sum(p["samples"] for p in run.of("progress")) == 48

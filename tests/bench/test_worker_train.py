@@ -52,3 +52,18 @@ def test_rnn_train_gru_bf16_autocast_with_profile(tmp_path: Path) -> None:
     assert prof["top_ops"] and {"name", "count", "self_cpu_ms"} <= set(prof["top_ops"][0])
     assert Path(prof["trace_path"]).is_file()
     assert Path(prof["trace_path"]).parent == tmp_path
+
+
+def test_cnn_train_sweep_end_to_end() -> None:
+    run = run_worker({"benchmark": "cnn-train", **TINY_CNN, "batch_size": 4, "steps": 2,
+                      "sweep": True})
+    doc = check_ok(run)
+    pts = doc["points"]
+    assert [p["batch_size"] for p in pts] == [2, 4]  # training sweeps start at 2
+    assert all(p["ok"] and p["unit"] == "images/s" and p["throughput"] > 0 for p in pts)
+    assert all(p["latency_ms"] is None and p["peak_memory_bytes"] > 0 for p in pts)
+    assert [p["samples"] for p in pts] == [4, 8]
+    assert doc["steps"] == 4 and doc["samples"] == 12
+    best = max(pts, key=lambda p: p["throughput"])
+    assert doc["extra"]["best_batch"] == best["batch_size"] == doc["batch_size"]
+    assert doc["extra"]["sweep_sizes"] == [2, 4]

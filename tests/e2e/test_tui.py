@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 import time
@@ -33,10 +34,30 @@ def test_throttle_alert_appears(tui: Start, fake_nvml_lib: FakeNvmlLib,
                                 isolated_env: dict[str, str]) -> None:
     # throttle.conf: GPU 0 is in HW thermal slowdown from second 3 to second 8 of the
     # fake library's clock, which starts when gputui loads it.
+    # "HW thermal slowdown" alone would prove nothing: the panel's throttle line names
+    # the reason whether or not an alert was raised. Wait for the alert itself: the
+    # toast (titled "GPU alert", saying which GPU) and the header's count.
     env = fake_nvml_lib.env(scenario_path("throttle"), base=isolated_env)
     session = tui(env)
-    session.wait_for("NVIDIA A100-SXM4-80GB", timeout=30)
-    session.wait_for("HW thermal slowdown", timeout=12)
+    screen = session.wait_for(["NVIDIA A100-SXM4-80GB", "✓ no alerts"], timeout=30)
+    assert "GPU alert" not in screen
+    screen = wait_for_match(session, ALERT_COUNT, timeout=12)
+    session.wait_for(["GPU alert", "GPU 0: HW thermal slowdown"], timeout=5)
+
+
+ALERT_COUNT = re.compile(r"⚠ [1-9]\d* alerts?\b")
+
+
+def wait_for_match(session: TmuxSession, pattern: re.Pattern[str], timeout: float) -> str:
+    """Poll the screen until `pattern` matches (bounded; no timing assertion)."""
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = session.capture()
+        if pattern.search(screen):
+            return screen
+        time.sleep(0.05)
+    raise AssertionError(f"{pattern.pattern!r} not on screen after {timeout} s:\n{screen}")
 
 
 def test_q_quits(tui: Start, fake_nvml_lib: FakeNvmlLib,

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 
 import pytest
 
-from gputui.fleet.exporter import ListenAddressError, parse_listen
+from gputui.cli import build_parser, main
+from gputui.fleet.exporter import ListenAddress, ListenAddressError, check_local, parse_listen
+from tests.fakenvml.harness import scenario_path
 from tests.fleet.conftest import (
     LOOPBACK,
     ExporterFactory,
+    Series,
     gputui_cmd,
     http_get,
     listening_socket,
@@ -115,38 +119,75 @@ def test_dcgm_names_labels_and_exact_values(start_exporter: ExporterFactory) -> 
     assert exp.stop(signal.SIGTERM) == 0
 
 
-def test_throttle_counters_grow_during_a_throttle_window(
+def _scenario_value(name: str, key: str) -> float:
+    for line in scenario_path(name).read_text().splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k.strip() == key:
+            text = v.split("#", 1)[0].strip()
+            return float(int(text, 16)) if text.lower().startswith("0x") else float(text)
+    raise KeyError(key)
+
+
+def test_throttle_counters_match_the_time_spent_in_the_throttle_window(
         start_exporter: ExporterFactory) -> None:
-    exp = start_exporter({
-        "device_count": 2,
-        "gpu.0.uuid": "GPU-aaaaaaaa-0000-0000-0000-000000000000",
-        "gpu.0.throttle_reasons": 0,
-        "gpu.0.throttle_from_s": 1.5,
-        "gpu.0.throttle_until_s": 5,
-        "gpu.0.during.throttle_reasons": 0x40 | 0x4,
-        "gpu.1.throttle_reasons": 0,
-    }, hostname="node-t", interval=0.2)
+    """throttle.conf: GPU 0 in HW thermal slowdown from t=3 s to t=8 s (fake-NVML time).
+
+    gputui_throttle_seconds_total must track the time actually spent in that window:
+    between two scrapes inside it, it grows by the time between them; after it, it
+    holds the window's length. Each scrape sees a snapshot up to one sampling
+    interval old, hence the tolerance. GPU 1 draws a constant power meanwhile, and
+    its energy counter must grow at that power (mW × s = mJ).
+    """
+    interval = 0.25
+    window_from = _scenario_value("throttle", "gpu.0.throttle_from_s")
+    window_until = _scenario_value("throttle", "gpu.0.throttle_until_s")
+    throttle_bit = int(_scenario_value("throttle", "gpu.0.during.throttle_reasons"))
+    assert throttle_bit == 0x40  # hw_thermal_slowdown
+    exp = start_exporter("throttle", hostname="node-t", interval=interval)
     gpu0 = {"gpu": "0", "Hostname": "node-t"}
+    gpu1 = {"gpu": "1", "Hostname": "node-t"}
 
-    def throttled_seconds() -> float:
-        return value(exp.scrape(), "gputui_throttle_seconds_total", reason="hw_thermal_slowdown",
-                     **gpu0)
+    def timed_scrape() -> tuple[float, Series]:
+        t = time.monotonic()
+        return t, exp.scrape()
 
-    first = wait_for(lambda: throttled_seconds() > 0 and throttled_seconds(), 15,
-                     "throttled seconds to start counting")
-    wait_for(lambda: throttled_seconds() > first, 10, "throttled seconds to grow")
-    s = exp.scrape()
-    assert value(s, "gputui_throttle_episodes_total", **gpu0) == 1
-    assert value(s, "gputui_throttle_seconds_total", reason="sw_power_cap", **gpu0) > 0
-    assert value(s, "gputui_throttle_seconds_total", reason="sync_boost", **gpu0) == 0
-    # After the window the mask clears and the counters stop growing (they never go down).
-    wait_for(lambda: value(exp.scrape(), "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", **gpu0) == 0,
-             15, "the throttle window to end")
+    def mask(s: Series) -> float:
+        return value(s, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", **gpu0)
+
+    def hw_thermal(s: Series) -> float:
+        return value(s, "gputui_throttle_seconds_total", reason="hw_thermal_slowdown", **gpu0)
+
+    def energy(s: Series) -> float:
+        return value(s, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_total", **gpu1)
+
+    before = exp.scrape()
+    assert mask(before) == 0 and hw_thermal(before) == 0  # started before the window
+    t_a, a = wait_for(lambda: (r := timed_scrape()) and mask(r[1]) == throttle_bit and r, 20,
+                      "the throttle window to start")
+    # Two scrapes inside the window, a few sampling intervals apart.
+    time.sleep(8 * interval)
+    t_b, b = timed_scrape()
+    assert mask(b) == throttle_bit, "the second scrape fell outside the window"
+    grown = hw_thermal(b) - hw_thermal(a)
+    assert abs(grown - (t_b - t_a)) <= interval, (grown, t_b - t_a)
+    assert value(b, "gputui_throttle_episodes_total", **gpu0) == 1
+    assert value(b, "gputui_throttle_seconds_total", reason="sw_power_cap", **gpu0) == 0
+    assert value(b, "gputui_throttle_seconds_total", reason="hw_thermal_slowdown", **gpu1) == 0
+
+    power_mw = value(b, "DCGM_FI_DEV_POWER_USAGE", **gpu1) * 1000
+    assert power_mw == _scenario_value("throttle", "gpu.1.power_mw")
+    expected_mj = power_mw * (t_b - t_a)
+    assert abs((energy(b) - energy(a)) - expected_mj) <= power_mw * interval, \
+        (energy(b) - energy(a), expected_mj)
+
+    # After the window the mask clears; the counter holds the time spent inside it.
+    wait_for(lambda: mask(exp.scrape()) == 0, 20, "the throttle window to end")
     after = exp.scrape()
+    assert abs(hw_thermal(after) - (window_until - window_from)) <= interval, hw_thermal(after)
     assert value(after, "gputui_throttle_episodes_total", **gpu0) == 1
-    assert value(after, "gputui_throttle_seconds_total", reason="hw_thermal_slowdown",
-                 **gpu0) >= first
-    assert value(after, "gputui_throttle_episodes_total", gpu="1") == 0
+    assert value(after, "gputui_throttle_episodes_total", **gpu1) == 0
+    time.sleep(2 * interval)
+    assert hw_thermal(exp.scrape()) == hw_thermal(after)  # no longer growing
     assert exp.stop(signal.SIGINT) == 0
 
 
@@ -197,3 +238,37 @@ def test_parse_listen(text: str, host: str, port: int) -> None:
 def test_parse_listen_rejects_names_that_need_dns() -> None:
     with pytest.raises(ListenAddressError):
         parse_listen("gpu-node-1:9400")
+
+
+def test_default_listen_address_is_loopback_9400() -> None:
+    args = build_parser().parse_args(["export"])
+    addr = parse_listen(args.listen)
+    assert (addr.host, addr.port) == ("127.0.0.1", 9400)
+    check_local(addr)  # and it passes the this-machine check
+
+
+@pytest.mark.parametrize("listen", ["[fe80::1]:9400", "192.0.2.1:9400", "[2001:db8::1]:9400"])
+def test_an_address_of_another_machine_is_one_line_and_exit_2(
+        listen: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked before anything binds: the server class must never be reached."""
+    import gputui.fleet.exporter as exporter
+
+    def no_bind(*args: object, **kwargs: object) -> None:
+        raise AssertionError("tried to bind a socket")
+
+    monkeypatch.setattr(exporter, "MetricsServer", no_bind)
+    assert main(["export", "--listen", listen]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gputui: cannot listen on ")
+
+
+def test_check_local_against_given_addresses() -> None:
+    mine = ["10.1.2.3", "fe80::42%eth0"]
+    check_local(ListenAddress("10.1.2.3", 1), mine)
+    check_local(ListenAddress("127.0.0.2", 1), mine)  # all of 127/8 is loopback
+    check_local(ListenAddress("0.0.0.0", 1), mine)
+    check_local(ListenAddress("::", 1), mine)
+    with pytest.raises(ListenAddressError, match="not an address of this machine"):
+        check_local(ListenAddress("10.1.2.4", 1), mine)
+    with pytest.raises(ListenAddressError, match="needs a zone"):
+        check_local(ListenAddress("fe80::42", 1), mine)

@@ -22,6 +22,7 @@ from gputui.ui.fleet_app import FleetApp
 from tests.fleet.conftest import (
     LOOPBACK,
     ExporterFactory,
+    GarbageServer,
     free_port,
     gputui_cmd,
     http_get,
@@ -41,6 +42,7 @@ class PromSetup:
     url: str
     good: list[str]
     down: str
+    garbage: str
 
 
 def _query(url: str, q: str) -> list[dict]:
@@ -50,13 +52,15 @@ def _query(url: str, q: str) -> list[dict]:
 
 
 @pytest.fixture
-def prom(start_exporter: ExporterFactory, tmp_path: Path) -> Iterator[PromSetup]:
+def prom(start_exporter: ExporterFactory, garbage_server: GarbageServer,
+         tmp_path: Path) -> Iterator[PromSetup]:
     a = start_exporter("two_gpus", hostname="node-a")
     b = start_exporter("throttle", hostname="node-b")
     down = f"{LOOPBACK}:{free_port()}"
+    garbage = garbage_server.target
     port = free_port()
     config = tmp_path / "prometheus.yml"
-    targets = ", ".join(f"'{t}'" for t in (a.target, b.target, down))
+    targets = ", ".join(f"'{t}'" for t in (a.target, b.target, down, garbage))
     config.write_text(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: gpus\n"
@@ -75,10 +79,10 @@ def prom(start_exporter: ExporterFactory, tmp_path: Path) -> Iterator[PromSetup]
         def scraped() -> bool:
             instances = {r["metric"].get("instance") for r in _query(url, "DCGM_FI_DEV_GPU_UTIL")}
             downs = {r["metric"].get("instance") for r in _query(url, "up == 0")}
-            return {a.target, b.target} <= instances and down in downs
+            return {a.target, b.target} <= instances and {down, garbage} <= downs
 
         wait_for(scraped, 30, "Prometheus to scrape the exporters", step=0.3)
-        yield PromSetup(url, [a.target, b.target], down)
+        yield PromSetup(url, [a.target, b.target], down, garbage)
     finally:
         proc.terminate()
         try:
@@ -102,7 +106,22 @@ def test_once_json_from_prometheus(prom: PromSetup) -> None:
     assert a["gpus"][0]["mem_used_bytes"] == 40960 * 1024 * 1024
     assert (b["state"], b["hostname"], len(b["gpus"])) == ("up", "node-b", 2)
     assert hosts[prom.down]["state"] == "down"
-    assert ("down", prom.down) in {(al["kind"], al["host"]) for al in doc["alerts"]}
+    kinds = {(al["kind"], al["host"]) for al in doc["alerts"]}
+    assert ("down", prom.down) in kinds
+    # Each failing target carries Prometheus' own reason, matched by instance.
+    errors = _last_errors(prom.url)
+    assert errors[prom.garbage] and errors[prom.down] and errors[prom.garbage] != errors[prom.down]
+    bad = hosts[prom.garbage]
+    assert bad["state"] == "error", bad  # it answers, with something that is not metrics
+    assert bad["error"] == f"Prometheus: {errors[prom.garbage]}"
+    assert "up == 0" not in bad["error"]
+    assert ("error", prom.garbage) in kinds
+    assert hosts[prom.down]["error"] == f"Prometheus: {errors[prom.down]}"
+
+
+def _last_errors(url: str) -> dict[str, str]:
+    doc = json.loads(http_get(f"{url}/api/v1/targets?state=active"))
+    return {t["labels"]["instance"]: t["lastError"] for t in doc["data"]["activeTargets"]}
 
 
 def test_unreachable_prometheus_is_exit_1() -> None:
@@ -124,4 +143,5 @@ async def test_fleet_app_over_prometheus(prom: PromSetup) -> None:
         assert snap is not None and snap.error is None
         states = {h.target: h.state for h in snap.hosts}
         assert states[prom.good[0]] is HostState.UP and states[prom.down] is HostState.DOWN
+        assert states[prom.garbage] is HostState.ERROR
         await pilot.press("q")

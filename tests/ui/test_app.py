@@ -19,7 +19,7 @@ from gputui.ui.screens.alerts import AlertsScreen
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.widgets.gpu_panel import GpuArea, GpuPanel, GpuRow
-from gputui.ui.widgets.process_table import ProcessTable
+from gputui.ui.widgets.process_table import COLUMN_KEYS, ProcessTable
 from gputui.ui.widgets.sparkline import FixedSparkline
 from tests.ui.helpers import (
     GIB,
@@ -502,3 +502,176 @@ async def test_process_table_pid_from_fake_nvml_throttle_scenario(fake_nvml: obj
             assert "60.0GiB" in rows[1]
     finally:
         sampler.close()
+
+
+# --------------------------------------------------------------------------- kill flow
+# against the real sampler on the in-process fake NVML, which lists a real child's PID:
+# the row carries the child's real start time, so the PID-reuse guard is in the path.
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+
+async def test_kill_flow_through_the_real_sampler_on_fake_nvml(fake_nvml: object,
+                                                               tmp_path: Path) -> None:
+    import psutil
+
+    from tests.fakenvml.harness import write_scenario
+
+    child = _sleeper()
+    sampler = None
+    try:
+        scenario = write_scenario(tmp_path / "kill.conf", {
+            "device_count": 1, "gpu.0.name": "NVIDIA A100-SXM4-80GB",
+            "gpu.0.processes": {child.pid: 2**30}})
+        fake_nvml.use(scenario)  # type: ignore[attr-defined]
+        sampler = Sampler.open(interval=1.0)
+        app, _ = make_app(sampler)
+        async with app.run_test(size=(120, 40)) as pilot:
+            seen = spy_notifications(app)
+            sampler.tick()
+            await pilot.pause()
+            table = app.query_one(ProcessTable)
+            await pilot.pause()
+            assert table.row_count == 1
+            table.focus()
+            await pilot.press("home")  # select the row
+            shown = table.selected_process()
+            assert shown is not None and shown.pid == child.pid
+            # The guard has something to compare: the start time psutil reports.
+            assert shown.started == pytest.approx(psutil.Process(child.pid).create_time())
+            await pilot.press("k")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await pilot.pause()
+            assert child.wait(timeout=20) == -signal.SIGTERM
+            assert ("information", f"Sent SIGTERM to PID {child.pid}") in seen
+    finally:
+        if sampler is not None:
+            sampler.close()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+async def test_kill_refused_when_the_pid_now_belongs_to_another_process() -> None:
+    """The row's start time is not the live process's: the PID was reused since the
+    snapshot. Nothing is signalled and no confirmation is asked; an error says why."""
+    import psutil
+
+    child = _sleeper()
+    try:
+        real_start = psutil.Process(child.pid).create_time()
+        app, sampler = make_app()
+        async with app.run_test(size=(120, 40)) as pilot:
+            seen = spy_notifications(app)
+            # The process shown started an hour before the one that has this PID now.
+            sampler.ingest(snap(0, [gpu(0)], [proc(child.pid, 0, 50,
+                                                   started=real_start - 3600)]))
+            await pilot.pause()
+            await pilot.press("K")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert any(sev == "error" and f"PID {child.pid} is now a different process" in msg
+                       for sev, msg in seen), seen
+            assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def _plain_rows(app: GputuiApp, widget: object) -> list[str]:
+    region = widget.region  # type: ignore[attr-defined]
+    lines = screen_text(app).splitlines()[region.y:region.bottom]
+    return [line[region.x:region.right] for line in lines]
+
+
+async def test_forced_panels_at_80x24_scroll_instead_of_clipping() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed(sampler, 0, 30, two_gpus)
+        await pilot.pause()
+        area = app.query_one(GpuArea)
+        assert area.compact and not area.focusable  # nothing to scroll in compact mode
+        await pilot.press("c")
+        feed(sampler, 30, 31, two_gpus)
+        await pilot.pause()
+        assert not area.compact and area.max_scroll_y > 0
+        panel1 = app.query_one("#gpu-1", GpuPanel)
+        # Panels are laid out beside the scrollbar, never under it.
+        inner_right = area.region.right - area.styles.scrollbar_size_vertical
+        assert all(p.region.right <= inner_right for p in app.query(GpuPanel))
+        # Keys only: Tab reaches the area (it takes focus only while it can scroll).
+        await pilot.press("tab")
+        assert app.focused is area
+        await pilot.press("end")
+        await pilot.pause()
+        assert area.scroll_y == area.max_scroll_y
+        assert area.region.contains_region(panel1.region)
+        rows = _plain_rows(app, panel1)
+        assert rows[0].startswith("╭─ GPU 1 · NVIDIA") and rows[-1].startswith("╰")
+        assert "✓ not throttled" in rows[-2] and "00000000:5E:00.0" in rows[-1]
+        await pilot.press("home")
+        await pilot.pause()
+        assert area.scroll_y == 0
+        assert app.query_one("#gpu-0", GpuPanel).region.y == area.region.y
+
+
+@pytest.mark.parametrize("start", [(120, 40), (250, 70)])
+async def test_process_table_fits_80_columns_after_a_resize(start: tuple[int, int]) -> None:
+    """No horizontal scrollbar (its thumb's `▊`/`▏` end stayed in the table's last line)
+    and the commands visible: less important columns make room."""
+    app, sampler = make_app()
+    async with app.run_test(size=start) as pilot:
+        feed(sampler, 0, 3, two_gpus)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        assert table.shown_columns[-3:] == ("rss", "time", "command")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        feed(sampler, 3, 4, two_gpus)
+        await pilot.pause()
+        assert table.max_scroll_x == 0 and not table.show_horizontal_scrollbar
+        assert "rss" not in table.shown_columns and "command" in table.shown_columns
+        rows = _table_rows(app)
+        assert rows[0].split()[-1] == "COMMAND"
+        assert "python train.py" in rows[1] and "python train.py" in rows[2]
+        assert not any(ch in "".join(rows) for ch in "▏▎▍▌▋▊▉")
+        # Back to a wide terminal: every column returns, the selection and sort kept.
+        table.set_sort("rss")  # sorting on a hidden column still works, the title says so
+        assert "by RSS" in str(table.border_title)
+        await pilot.resize_terminal(160, 40)
+        await pilot.pause()
+        assert table.shown_columns == COLUMN_KEYS
+        assert "RSS▼" in _table_rows(app)[0]
+
+
+async def test_a_big_terminal_gets_tall_sparklines_a_core_grid_and_a_long_table() -> None:
+    from gputui.ui.widgets.host_panel import CoreBars
+
+    app, sampler = make_app()
+    async with app.run_test(size=(250, 70)) as pilot:
+        feed(sampler, 0, 120, two_gpus)
+        await pilot.pause()
+        await pilot.pause()
+        area = app.query_one(GpuArea)
+        assert not area.compact and area.spark_rows == 3
+        spark = app.query_one("#gpu-0 #s-util_gpu_pct", FixedSparkline)
+        assert spark.size.height == 3 and len(spark.rows) == 3
+        assert all(len(r) == spark.size.width for r in spark.rows)
+        assert area.max_scroll_y == 0  # the taller panels still fit
+        cores = app.query_one(CoreBars)
+        assert cores.grid
+        text = screen_text(app)
+        assert " 7 " in text and "99%" in text  # core 7 labelled, with its percentage
+        table = app.query_one(ProcessTable)
+        assert table.region.height >= 30 and table.region.width >= 240
+        # Back to 120×40: one-row sparklines again.
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert area.spark_rows == 1 and spark.size.height == 1

@@ -344,9 +344,12 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
             return len(live.points) if live is not None else 0
 
         await wait_until(pilot, lambda: points() >= 4, "windows before the episode")
-        sampler.ingest(now_snap(2, True))  # HW thermal slowdown starts now
-        await pilot.pause(0.1)
+        # Slower first, then the episode starts: every window inside it is at 82 (the
+        # other order let a loaded machine put several 100s inside, diluting the drop).
         (ctl / "tp").write_text("82")
+        await wait_until(pilot, lambda: session.current is not None
+                         and session.current.points[-1].throughput == 82, "a slow window")
+        sampler.ingest(now_snap(2, True))  # HW thermal slowdown starts now
         n = points()
         await wait_until(pilot, lambda: points() >= n + 6, "windows during the episode")
         sampler.ingest(now_snap(3, True))
@@ -396,3 +399,119 @@ async def test_quitting_kills_a_running_worker_that_ignores_sigterm() -> None:
     assert session.current.saved.is_set()  # shutdown waited for the save
     saved = results.load(session.current.id)  # the partial result is kept, as in the CLI
     assert saved["status"] == "cancelled"
+
+
+# --------------------------------------------------------------------------- form, queue
+
+
+async def test_switches_follow_the_catalog_and_reach_the_spec() -> None:
+    from textual.widgets import Checkbox
+
+    from gputui.ui.screens.bench import parse_form
+
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_bench(pilot)
+
+        def enabled() -> set[str]:
+            ids = ("f-sweep", "f-channels-last", "f-compile", "f-profile")
+            out = {i for i in ids if not screen.query_one(f"#{i}", Checkbox).disabled}
+            out |= {i for i in ("f-threads", "f-nproc")
+                    if not screen.query_one(f"#{i}", Input).disabled}
+            return out
+
+        await pick(pilot, screen, "cnn-train")
+        assert enabled() == {"f-sweep", "f-channels-last", "f-compile", "f-profile",
+                             "f-threads", "f-nproc"}
+        await pick(pilot, screen, "rnn-infer")
+        assert enabled() == {"f-sweep", "f-compile", "f-profile", "f-threads"}
+        screen.query_one("#f-mode", Select).value = "latency"
+        await pilot.pause()
+        assert "f-sweep" not in enabled()  # a sweep measures throughput
+        await pick(pilot, screen, "matmul")
+        assert enabled() == {"f-threads"}
+        await pick(pilot, screen, "cnn-train")
+        screen.query_one("#f-channels-last", Checkbox).value = True
+        screen.query_one("#f-compile", Checkbox).value = True
+        await type_into(pilot, screen, "f-threads", "2")
+        await type_into(pilot, screen, "f-nproc", "2")
+        spec = screen.build_spec()
+        assert spec is not None
+        assert spec["channels_last"] and spec["compile"] and not spec["sweep"]
+        assert spec["threads"] == 2 and spec["nproc"] == 2
+        screen.query_one("#f-profile", Checkbox).value = True
+        assert screen.build_spec() is None  # the catalog's own rule, shown inline
+        assert "--nproc cannot be combined with --sweep or --profile" in screen.form_error
+        with pytest.raises(Exception, match="processes must be a whole number"):
+            parse_form("cnn-train", {"f-nproc": "two"})
+
+
+async def test_delete_removes_one_queued_run() -> None:
+    from gputui.ui.screens.bench import QueueList
+
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        session = use_fake_worker(app, "deaf")  # the first run holds the queue
+        screen = await open_bench(pilot)
+        for name in ("cnn-infer", "matmul", "membw", "rnn-infer"):
+            await pick(pilot, screen, name)
+            await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: session.current is not None, "the first run")
+        assert [p.spec["benchmark"] for p in session.queue] == ["matmul", "membw",
+                                                                "rnn-infer"]
+        queue = screen.query_one(QueueList)
+        queue.focus()
+        await pilot.press("down")  # the second waiting run: membw
+        await pilot.press("delete")
+        await pilot.pause()
+        assert [p.spec["benchmark"] for p in session.queue] == ["matmul", "rnn-infer"]
+        text = screen_text(app)
+        assert "Queue (2)" in text and "2. rnn-infer" in text and "membw ·" not in text
+        assert session.current is not None and session.current.spec["benchmark"] == \
+            "cnn-infer"  # the running one is not touched
+        await pilot.press("X")
+        session.cancel()
+        await wait_until(pilot, lambda: session.current is None, "the cancel")
+
+
+async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None:
+    """The layout of the benchmark screen, locked: a finished training run built by hand
+    (no worker, no timers), one saved result in the table, one run queued."""
+    from gputui.bench.attribution import ThroughputPoint
+    from gputui.ui.bench_session import LiveRun, Planned, spec_label
+    from tests.ui.helpers import T0
+    from tests.ui.test_snapshots import check_snapshot
+
+    spec = make_spec("cnn-train", device="cuda:0", batch_size=64, channels_last=True)
+    doc = results.empty_result("20260314-092653-000-abcde", spec)
+    doc.update(status="ok", started_at="2026-03-14T09:26:53.000Z", device="cuda:0",
+               device_name="NVIDIA A100-SXM4-80GB", peak_memory_bytes=12 * 2**30,
+               throughput={"median": 2410.0, "mean": 2400.0, "unit": "images/s",
+                           "p10": 2300.0, "p90": 2450.0},
+               step_time_ms={"p50": 26.6, "p90": 27.9, "p99": 31.2},
+               energy_j_per_sample=0.121, avg_power_w=292.0,
+               phases_ms={"data": 0.4, "h2d": 1.9, "forward": 8.1, "backward": 14.6,
+                          "optimizer": 1.6})
+    results.save(doc)
+    app, sampler = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        sampler.ingest(snap(0, [gpu(0)]))
+        session = bench_session(app)
+        planned = Planned(spec, spec_label(spec))
+        live = LiveRun(planned, str(doc["id"]), started_wall=T0, finished_wall=T0,
+                       stage="done", device="cuda:0", device_name="NVIDIA A100-SXM4-80GB",
+                       gpu_index=0, unit="images/s", result=doc,
+                       phases_ms=dict(doc["phases_ms"]),
+                       saved_path=tmp_path / f"{doc['id']}.json")
+        live.points = [ThroughputPoint(T0, 1.0, 2300.0 + (i * 37) % 180) for i in range(40)]
+        live.progress = {"step": 600, "of": 600, "elapsed_s": 15.0}
+        session.last = live
+        session.finished_runs.append(live)
+        session.queue.append(Planned(make_spec("matmul", device="cuda:0"),
+                                     spec_label(make_spec("matmul", device="cuda:0"))))
+        screen = await open_bench(pilot)
+        await wait_until(pilot, lambda: len(table_rows(screen)) == 1, "the result row")
+        await pilot.pause()
+        app.clear_notifications()
+        await pilot.pause()
+        check_snapshot(app, "bench_finished_140x50", tmp_path)

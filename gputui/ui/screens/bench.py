@@ -23,12 +23,13 @@ from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.suggester import SuggestFromList
 from textual.widgets import (
     Button,
+    Checkbox,
     DataTable,
     Digits,
     Footer,
@@ -129,8 +130,48 @@ def parse_form(bench_name: str, values: Mapping[str, str | None]) -> dict[str, A
                              f"got {size!r}") from None
     if bench.kind == "infer" and values.get("mode"):
         kw["mode"] = values["mode"]
+    for wid, key, label in EXTRA_INT_FIELDS:
+        text = (values.get(wid) or "").strip()
+        if text and flag_applies(bench, key):
+            try:
+                kw[key] = int(text)
+            except ValueError:
+                raise UsageError(f"{label} must be a whole number, got {text!r}") from None
+    for wid, key, _label in FLAGS:
+        if values.get(wid) == "1" and flag_applies(bench, key):
+            kw[key] = True
     # Checks are the catalog's own, so the TUI and the CLI reject the same things.
     return make_spec(bench_name, **kw)
+
+
+# Switches (Checkbox id, spec key, label) and extra whole-number fields (Input id, spec
+# key, label); each is enabled only for the benchmarks it applies to (flag_applies).
+FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("f-sweep", "sweep", "batch sweep"),
+    ("f-channels-last", "channels_last", "channels-last"),
+    ("f-compile", "compile", "torch.compile"),
+    ("f-profile", "profile", "profile"),
+)
+EXTRA_INT_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("f-threads", "threads", "CPU threads"),
+    ("f-nproc", "nproc", "processes"),
+)
+
+
+def flag_applies(bench: catalog.Benchmark, key: str, mode: str | None = None) -> bool:
+    """Whether a switch or extra field means anything for this benchmark (the catalog's
+    supports_* flags; channels-last only for image models; compile for any model)."""
+    if key == "sweep":
+        return bench.supports_sweep and mode != "latency"
+    if key == "profile":
+        return bench.supports_profile
+    if key == "nproc":
+        return bench.supports_nproc
+    if key == "channels_last":
+        return bool(bench.models) and size_field(bench) == "image_size"
+    if key == "compile":
+        return bool(bench.models)
+    return key == "threads"
 
 
 def size_field(bench: catalog.Benchmark) -> str | None:
@@ -162,6 +203,14 @@ class CatalogList(OptionList):
     ]
 
 
+class QueueList(OptionList):
+    """The waiting runs; delete (or backspace) drops the highlighted one."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("delete,backspace", "screen.remove_queued", "Remove from queue"),
+    ]
+
+
 class ResultsTable(DataTable[str | Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space,m", "screen.mark", "Mark", show=True),
@@ -189,7 +238,12 @@ class BenchScreen(Screen[None]):
     BenchScreen #form-error { color: $error; text-style: bold; height: auto; }
     BenchScreen #buttons { height: 1; margin-top: 1; }
     BenchScreen #buttons Button { margin-right: 1; min-width: 8; }
-    BenchScreen #queue-view { height: auto; color: $text; }
+    BenchScreen #flags { height: auto; layout: grid; grid-size: 2; grid-rows: 1;
+                         grid-columns: 1fr 1fr; }
+    BenchScreen #flags Checkbox { height: 1; }
+    BenchScreen #queue-title { height: 1; color: $text; }
+    BenchScreen #queue-list { height: auto; max-height: 6; border: none; padding: 0; }
+    BenchScreen #queue-list:focus { background-tint: $foreground 5%; }
     BenchScreen #live-title { text-style: bold; height: auto; }
     BenchScreen #live-progress { height: 1; }
     BenchScreen #live-numbers { height: 4; }
@@ -267,12 +321,21 @@ class BenchScreen(Screen[None]):
                     yield Label("mode")
                     yield Select[str]([(m, m) for m in catalog.MODES], id="f-mode",
                                       compact=True, allow_blank=True, prompt="default")
+                for wid, _key, label in EXTRA_INT_FIELDS:
+                    with Horizontal(classes="field"):
+                        yield Label(label.replace("CPU ", ""))
+                        yield Input(id=wid, compact=True,
+                                    placeholder="torch default" if wid == "f-threads" else "1")
+                with Grid(id="flags"):
+                    for wid, _key, label in FLAGS:
+                        yield Checkbox(label, id=wid, compact=True)
                 yield Static("", id="form-error")
                 with Horizontal(id="buttons"):
                     yield Button("Run ⏎", id="run", variant="primary", compact=True)
                     yield Button("Queue ^n", id="queue", compact=True)
                     yield Button("Cancel x", id="cancel", variant="error", compact=True)
-                yield Static("", id="queue-view")
+                yield Static("", id="queue-title")
+                yield QueueList(id="queue-list")
             with VerticalScroll(id="bench-live") as live:
                 live.border_title = "Run"
                 yield Static("", id="live-title")
@@ -339,7 +402,9 @@ class BenchScreen(Screen[None]):
                 widget = self.query_one(f"#{wid}")
             except NoMatches:
                 continue
-            if isinstance(widget, Input):
+            if isinstance(widget, Checkbox):
+                widget.value = value == "1" and not widget.disabled
+            elif isinstance(widget, Input):
                 widget.value = str(value or "")
             elif isinstance(widget, Select) and value is not None:
                 try:
@@ -357,6 +422,9 @@ class BenchScreen(Screen[None]):
         for widget in self.query("#bench-left Input"):
             assert isinstance(widget, Input)
             out[str(widget.id)] = widget.value
+        for box in self.query("#bench-left Checkbox"):
+            assert isinstance(box, Checkbox)
+            out[str(box.id)] = "1" if box.value and not box.disabled else ""
         for sel_id, key in (("f-model", "model"), ("f-precision", "precision"),
                             ("f-mode", "mode")):
             sel = self.query_one(f"#{sel_id}", Select)
@@ -400,8 +468,25 @@ class BenchScreen(Screen[None]):
         batch.disabled = "batch_size" not in bench.cpu and "batch_size" not in bench.cuda
         if batch.disabled:
             batch.value = ""
+        self._enable_flags()
         self._set_error(None)
         self._update_placeholders()
+
+    def _enable_flags(self) -> None:
+        """Switches and extra fields only where the catalog says they apply."""
+        bench = catalog.get(self.bench_name)
+        mode_value = self.query_one("#f-mode", Select).value
+        mode = None if mode_value is Select.NULL else str(mode_value)
+        for wid, key, _label in FLAGS:
+            box = self.query_one(f"#{wid}", Checkbox)
+            box.disabled = not flag_applies(bench, key, mode)
+            if box.disabled:
+                box.value = False
+        for wid, key, _label in EXTRA_INT_FIELDS:
+            field = self.query_one(f"#{wid}", Input)
+            field.disabled = not flag_applies(bench, key, mode)
+            if field.disabled:
+                field.value = ""
 
     def _update_placeholders(self) -> None:
         if self._restoring:
@@ -422,6 +507,8 @@ class BenchScreen(Screen[None]):
 
     @on(Select.Changed, "#f-mode")
     def _mode_changed(self) -> None:
+        if not self._restoring:
+            self._enable_flags()  # a sweep measures throughput: not with latency mode
         self._update_placeholders()
 
     @on(Input.Submitted)
@@ -483,6 +570,15 @@ class BenchScreen(Screen[None]):
         if not self.session.cancel():
             self.notify("No benchmark is running", severity="warning", timeout=3)
 
+    def action_remove_queued(self) -> None:
+        queue = self.query_one(QueueList)
+        index = queue.highlighted
+        planned = None if index is None else self.session.remove_queued(index)
+        if planned is None:
+            self.notify("Nothing queued to remove", severity="warning", timeout=3)
+            return
+        self.notify(f"Removed from the queue: {planned.label}", timeout=3)
+
     def action_clear_queue(self) -> None:
         n = self.session.clear_queue()
         self.notify(f"Queue cleared ({n} removed)", timeout=3)
@@ -533,9 +629,14 @@ class BenchScreen(Screen[None]):
 
     def refresh_queue(self) -> None:
         q = self.session.queue
-        lines = [f"Queue ({len(q)})" + ("" if q else ": empty")]
-        lines += [f" {i}. {p.label}" for i, p in enumerate(q, 1)]
-        self.query_one("#queue-view", Static).update(Text("\n".join(lines)))
+        title = f"Queue ({len(q)})" + (": empty" if not q else " · del: remove")
+        self.query_one("#queue-title", Static).update(Text(title))
+        queue = self.query_one(QueueList)
+        keep = queue.highlighted
+        queue.set_options([Option(f"{i}. {p.label}") for i, p in enumerate(q, 1)])
+        queue.display = bool(q)
+        if q:
+            queue.highlighted = min(keep or 0, len(q) - 1)
 
     def refresh_live(self, snap: Snapshot | None = None) -> None:
         try:

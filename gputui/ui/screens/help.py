@@ -22,6 +22,8 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("c", "compact / full GPU panels (automatic by size until pressed)", "View"),
     ("w", "history window: 1 / 5 / 15 min", "View"),
     ("t", "next theme", "View"),
+    ("tab", "focus the GPU panels when they do not fit, then ↑ ↓ PgUp PgDn scroll them",
+     "View"),
     ("↑ ↓ PgUp PgDn", "move in the process table", "Processes"),
     ("s / S", "sort by next column / reverse order (or click a header)", "Processes"),
     ("k", "send SIGTERM to the selected process (asks first)", "Processes"),

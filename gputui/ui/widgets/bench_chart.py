@@ -165,9 +165,10 @@ class PhaseBar(Widget):
 
     def legend_text(self) -> str:
         total = sum(self.phases_ms.values())
-        parts = [f"{PHASE_GLYPHS[k]} {k} {fmt_num(v)}" for k, v in self.phases_ms.items()
+        # Every figure carries its unit: the legend is often cut at the right edge.
+        parts = [f"{PHASE_GLYPHS[k]} {k} {_ms(v)}" for k, v in self.phases_ms.items()
                  if k in PHASE_GLYPHS]
-        return "  ".join(parts) + f"  ms/step (total {fmt_num(total)})"
+        return f"step {_ms(total)}: " + "  ".join(parts)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -180,14 +181,20 @@ class PhaseBar(Widget):
                     for k, n in phase_cells(self.phases_ms, width) if n]
             return Strip(segs, width).extend_cell_length(width)
         if y == 1:
-            segs = []
+            total = sum(self.phases_ms.values())
+            segs = [Segment(f"step {_ms(total)}: ", legend_style)]
             for k, v in self.phases_ms.items():
                 if k not in PHASE_GLYPHS:
                     continue
                 segs.append(Segment(f"{PHASE_GLYPHS[k]} ",
                                     self.get_component_rich_style(f"phase--{k}")))
-                segs.append(Segment(f"{k} {fmt_num(v)}  ", legend_style))
-            total = sum(self.phases_ms.values())
-            segs.append(Segment(f"ms/step (total {fmt_num(total)})", legend_style))
+                segs.append(Segment(f"{k} {_ms(v)}  ", legend_style))
             return Strip(segs).crop(0, width).extend_cell_length(width)
         return Strip.blank(width, self.rich_style)
+
+
+def _ms(v: float) -> str:
+    """Phase times for people: "<0.1 ms" rather than "0.00511"."""
+    if v < 0.1:
+        return "<0.1 ms"
+    return f"{v:.1f} ms" if v < 100 else f"{v:,.0f} ms"

@@ -70,7 +70,8 @@ class Gauge(Widget):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        if y != 0 or width <= 0:
+        # Taller than a line (beside a tall sparkline): drawn on the middle row.
+        if y != (self.size.height - 1) // 2 or width <= 0:
             return Strip.blank(width, self.rich_style)
         label = self.label.ljust(self.label_width)[: self.label_width]
         value = self.value_text

@@ -29,8 +29,15 @@ from gputui.ui.widgets.gpu_view import (
 )
 from gputui.ui.widgets.sparkline import FixedSparkline, HistoryLike, sparkline_rows
 
-PANEL_HEIGHT = 9  # 7 rows inside a border
+PANEL_HEIGHT = 9  # 7 rows inside a border, with one-row sparklines
 PANEL_MIN_WIDTH = 96  # below this a second column of panels is not worth it
+SPARK_ROWS_MAX = 3  # sparklines grow to this many rows when the terminal has room
+
+
+def panel_height(spark_rows: int = 1) -> int:
+    """A panel's height: border, one history row (gauge + sparkline) per metric, each
+    `spark_rows` tall, then the fan/SM row and the throttle line."""
+    return 2 + len(HISTORY_METRICS) * spark_rows + 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,7 @@ class GpuPanel(Widget):
         self._scales: dict[str, float] = {}
         self._pending: GpuFrame | None = None
         self._ready = False
+        self.spark_rows = 1
 
     def compose(self) -> ComposeResult:
         for metric, label in HISTORY_METRICS:
@@ -115,8 +123,28 @@ class GpuPanel(Widget):
         self._pstate = self.query_one("#pstate", TextLine)
         self._state = self.query_one("#state", TextLine)
         self._ready = True
+        if self.spark_rows != 1:
+            self._apply_spark_rows()
         if self._pending is not None:
             self.update_frame(self._pending)
+
+    def set_spark_rows(self, rows: int) -> None:
+        """History rows `rows` tall (1 to SPARK_ROWS_MAX): used when the terminal has
+        room to spare; the gauge sits in the middle of its row."""
+        rows = max(1, min(SPARK_ROWS_MAX, rows))
+        if rows == self.spark_rows:
+            return
+        self.spark_rows = rows
+        if self._ready:
+            self._apply_spark_rows()
+
+    def _apply_spark_rows(self) -> None:
+        rows = self.spark_rows
+        self.styles.height = panel_height(rows)
+        self.styles.grid_rows = " ".join([str(rows)] * len(HISTORY_METRICS) + ["1", "1"])
+        for metric, _label in HISTORY_METRICS:
+            self._gauges[metric].styles.height = rows
+            self._sparks[metric].styles.height = rows
 
     def update_frame(self, f: GpuFrame) -> None:
         if not self._ready:  # a frame that arrives while mounting is shown on mount
@@ -255,10 +283,15 @@ class GpuRow(Widget):
 
 
 class GpuArea(VerticalScroll):
-    """All GPUs: a grid of panels, or compact rows; only the visible kind is updated."""
+    """All GPUs: a grid of panels, or compact rows; only the visible kind is updated.
+
+    Panels that do not fit (forced with `c` in a small terminal) scroll: with the mouse,
+    or with the keys once focused (Tab), which it only accepts while it can scroll.
+    """
 
     DEFAULT_CSS = """
-    GpuArea { height: auto; max-height: 75%; }
+    GpuArea { height: auto; max-height: 75%; scrollbar-size-vertical: 1; }
+    GpuArea:focus { scrollbar-color: $accent; scrollbar-background: $accent 30%; }
     GpuArea > #panels { layout: grid; grid-size: 1; grid-rows: auto; grid-gutter: 0 1;
                         height: auto; }
     GpuArea > #rows { height: auto; border-bottom: solid $primary 40%; }
@@ -267,7 +300,8 @@ class GpuArea(VerticalScroll):
     GpuArea.-compact > #rows { display: block; }
     """
 
-    can_focus = False
+    def allow_focus(self) -> bool:
+        return self.max_scroll_y > 0
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -277,6 +311,7 @@ class GpuArea(VerticalScroll):
         self._rows: dict[int, GpuRow] = {}
         self.compact = False
         self.columns = 1
+        self.spark_rows = 1
 
     def compose(self) -> ComposeResult:
         yield Grid(id="panels")
@@ -308,10 +343,16 @@ class GpuArea(VerticalScroll):
             return self.query_one("#rows", Vertical).mount_all(list(self._rows.values()))
         if not compact and not self._panels and self._infos:
             self._panels = {i.index: GpuPanel(i, id=f"gpu-{i.index}") for i in self._infos}
+            for panel in self._panels.values():
+                panel.set_spark_rows(self.spark_rows)
             return self.query_one("#panels", Grid).mount_all(list(self._panels.values()))
         return AwaitComplete.nothing()
 
-    def set_layout(self, compact: bool, columns: int) -> None:
+    def set_layout(self, compact: bool, columns: int, spark_rows: int = 1) -> None:
+        if spark_rows != self.spark_rows:
+            self.spark_rows = spark_rows
+            for panel in self._panels.values():
+                panel.set_spark_rows(spark_rows)
         if compact != self.compact:
             self.compact = compact
             self.set_class(compact, "-compact")

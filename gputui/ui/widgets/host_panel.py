@@ -7,54 +7,116 @@ import math
 from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.telemetry.model import HostSample
-from gputui.ui.widgets.gauge import Gauge
+from gputui.ui.widgets.gauge import Gauge, bar_text
 from gputui.ui.widgets.gpu_panel import TextLine
 from gputui.ui.widgets.gpu_view import gib
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 LABEL = "CORE "
+GRID_GAP = 2  # cells between grid columns
+GRID_BAR_MIN = 6  # a grid cell's bar is at least this wide (else no grid)
+GRID_BAR_MAX = 20  # and at most this wide (more columns, fewer rows)
+OTHER_ROWS = 4  # the host panel's lines besides the cores: CPU, RAM, SWAP, LOAD
+STRIP_CORE_ROWS = 4  # grid rows the cores may take when the panel is a strip (auto height)
 
 
 class CoreBars(Widget):
-    """One block character per core (0-100 %), wrapped to the width; one segment per row."""
+    """Per-core CPU (0-100 %), one segment per row.
+
+    With room (`max_rows`, set by the host panel from its height): a grid of labelled
+    bars, column-major (`0 ██████░░░░  45%`). Otherwise one block character per core,
+    wrapped to the width after a `CORE` label.
+    """
 
     DEFAULT_CSS = """
-    CoreBars { height: 1; color: $secondary; }
+    CoreBars { height: auto; color: $secondary; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.cores: tuple[float, ...] = ()
-        self._text = ""
+        self.max_rows = 1
+        self._lines: list[str] = []
+
+    @property
+    def grid(self) -> bool:
+        """Drawn as a grid of labelled bars (not one block character per core)."""
+        return self._grid_shape(self.size.width) is not None
 
     def set_cores(self, cores: tuple[float, ...]) -> None:
-        text = sparkline_rows(cores, 100.0)[0] if cores else ""
-        if text != self._text:
-            self._text = text
-            self._fit_height()
-            self.refresh()
+        self.cores = tuple(cores)
+        self._redraw()
 
-    def _fit_height(self) -> None:
-        per_row = max(1, self.size.width - len(LABEL))
-        rows = max(1, math.ceil(len(self._text) / per_row))
-        if self.styles.height is None or self.styles.height.value != rows:
-            self.styles.height = rows
+    def set_max_rows(self, rows: int) -> None:
+        rows = max(1, rows)
+        if rows != self.max_rows:
+            self.max_rows = rows
+            self._redraw()
+
+    def _grid_shape(self, width: int) -> tuple[int, int, int] | None:
+        """(columns, rows, cell width) of the grid, or None when it does not fit in
+        `max_rows`. The fewest columns whose bars are at most GRID_BAR_MAX wide."""
+        n = len(self.cores)
+        if n == 0 or width <= 0:
+            return None
+        fixed = len(str(n - 1)) + 1 + 5  # "NN " and " 100%"
+        for cols in range(1, n + 1):
+            cell_w = (width - GRID_GAP * (cols - 1)) // cols
+            bar_w = cell_w - fixed
+            if bar_w < GRID_BAR_MIN:
+                return None
+            rows = math.ceil(n / cols)
+            if rows <= self.max_rows and (bar_w <= GRID_BAR_MAX or cols == n):
+                return cols, rows, fixed + min(bar_w, GRID_BAR_MAX)
+        return None
+
+    def _render_lines(self, width: int) -> list[str]:
+        cores = self.cores
+        if not cores:
+            return [LABEL + "N/A"]
+        shape = self._grid_shape(width)
+        if shape is None:
+            text = sparkline_rows(cores, 100.0)[0]
+            per_row = max(1, width - len(LABEL))
+            return [(LABEL if i == 0 else " " * len(LABEL)) + text[i:i + per_row]
+                    for i in range(0, len(text), per_row)]
+        cols, rows, cell_w = shape
+        label_w = len(str(len(cores) - 1))
+        bar_w = cell_w - label_w - 6
+        lines = []
+        for r in range(rows):
+            cells = []
+            for c in range(cols):
+                i = c * rows + r  # column-major: cores 0..rows-1 down the first column
+                if i >= len(cores):
+                    break
+                filled, empty = bar_text(cores[i] / 100.0, bar_w)
+                cells.append(f"{i:>{label_w}} {filled}{empty}{cores[i]:>4.0f}%")
+            lines.append((" " * GRID_GAP).join(cells))
+        return lines
+
+    def _redraw(self) -> None:
+        lines = self._render_lines(self.size.width)
+        if lines != self._lines:
+            grew = len(lines) != len(self._lines)
+            self._lines = lines
+            self.refresh(layout=grew)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._render_lines(width))
 
     def on_resize(self) -> None:
-        self._fit_height()
+        self._redraw()
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        per_row = max(1, width - len(LABEL))
-        chunk = self._text[y * per_row:(y + 1) * per_row]
-        label = LABEL if y == 0 else " " * len(LABEL)
-        if not self._text and y == 0:
-            chunk = "N/A"
-        return Strip([Segment((label + chunk)[:width].ljust(width), self.rich_style)], width)
+        text = self._lines[y] if y < len(self._lines) else ""
+        return Strip([Segment(text[:width].ljust(width), self.rich_style)], width)
 
 
 class HostPanel(Vertical):
@@ -74,6 +136,15 @@ class HostPanel(Vertical):
         yield Gauge("RAM", id="h-ram", value_width=11)
         yield Gauge("SWAP", id="h-swap", value_width=11)
         yield TextLine("LOAD N/A", classes="load", id="h-load")
+
+    def on_resize(self) -> None:
+        # Rows the cores may use: the panel's height (when it fills the bottom) minus the
+        # rest; a fixed few when it is a strip sized by its content.
+        height = self.styles.height
+        if height is not None and height.is_auto:
+            self._cores.set_max_rows(STRIP_CORE_ROWS)
+        else:
+            self._cores.set_max_rows(self.content_size.height - OTHER_ROWS)
 
     def on_mount(self) -> None:
         self.border_title = "Host"

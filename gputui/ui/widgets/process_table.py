@@ -8,6 +8,11 @@ rendering for good: PID 5150 showed as `515` (USER, RSS, COMMAND were cut too) u
 some other cell changed. Here the widths are computed from the rows as they are added,
 before anything can be drawn, and every cached cell is dropped when a width changes.
 COMMAND takes whatever width is left, and a long command ends in an ellipsis.
+
+The table never scrolls sideways (a horizontal scrollbar at 80 columns hid the commands
+and left its thumb's partial-block glyph, `▋`, in the table's last line): when COMMAND
+would get less than COMMAND_WANT cells, RSS, then TIME, then CPU% are dropped, then USER
+is narrowed. Sorting still works on a dropped column (the title says so).
 """
 
 from __future__ import annotations
@@ -55,7 +60,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("command", "COMMAND", lambda p, _n: p.command, lambda p, _n: p.command or NA),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
-COMMAND_MIN_WIDTH = 12
+COLUMNS_BY_KEY = {c.key: c for c in COLUMNS}
+COMMAND_WANT = 20  # below this, less important columns make room for the command
+OPTIONAL = ("rss", "time", "cpu")  # dropped in this order when the table is narrow
+USER_MIN_WIDTH = 6
 
 
 class Cell:
@@ -82,7 +90,8 @@ def row_key(p: GpuProcess) -> str:
 
 class ProcessTable(DataTable[Cell]):
     DEFAULT_CSS = """
-    ProcessTable { height: 1fr; border: round $primary 60%; border-title-style: bold; }
+    ProcessTable { height: 1fr; border: round $primary 60%; border-title-style: bold;
+                   overflow-x: hidden; }
     ProcessTable:focus { border: round $primary; }
     """
 
@@ -91,8 +100,9 @@ class ProcessTable(DataTable[Cell]):
         self.sort_column = "gpu_mem"
         self.sort_reverse = True
         self.processes: dict[str, GpuProcess] = {}
-        self._shown: dict[str, list[Cell]] = {}  # the cells of each row, as shown
+        self._shown: dict[str, list[Cell]] = {}  # every column's cell of each row
         self._now = 0.0
+        self.shown_columns: tuple[str, ...] = COLUMN_KEYS  # the columns in the table now
 
     def on_mount(self) -> None:
         for c in COLUMNS:
@@ -100,9 +110,10 @@ class ProcessTable(DataTable[Cell]):
         self.border_title = "Processes"
         self._fit_columns()
 
-    def _wanted_widths(self) -> dict[str, int]:
-        """Each column as wide as its label (with the sort mark) and its widest value;
-        COMMAND gets what is left of the table's width."""
+    def _layout(self) -> tuple[tuple[str, ...], dict[str, int]]:
+        """(visible columns, their widths). Each column as wide as its label (with the
+        sort mark) and its widest value; COMMAND gets what is left of the width, and
+        optional columns are dropped while it would get less than COMMAND_WANT."""
         widths: dict[str, int] = {}
         for i, c in enumerate(COLUMNS[:-1]):
             w = max([cell_len(c.label) + (c.key == self.sort_column),
@@ -110,18 +121,33 @@ class ProcessTable(DataTable[Cell]):
             widths[c.key] = min(w, c.max_width) if c.max_width else w
         pad = 2 * self.cell_padding
         avail = self.size.width
-        if self.row_count + self.header_height > self.size.height:  # a vertical scrollbar
+        if len(self._shown) + self.header_height > self.size.height:  # a vertical scrollbar
             avail -= self.styles.scrollbar_size_vertical
-        widths["command"] = max(COMMAND_MIN_WIDTH,
-                                avail - sum(w + pad for w in widths.values()) - pad)
-        return widths
+        visible = list(COLUMN_KEYS)
+
+        def room() -> int:
+            return avail - sum(widths[k] + pad for k in visible if k != "command") - pad
+
+        for key in OPTIONAL:
+            if room() >= COMMAND_WANT:
+                break
+            visible.remove(key)
+        short = COMMAND_WANT - room()
+        if short > 0 and widths["user"] > USER_MIN_WIDTH:
+            widths["user"] = max(USER_MIN_WIDTH, widths["user"] - short)
+        widths["command"] = max(1, room())
+        return tuple(visible), {k: widths[k] for k in visible}
 
     def _fit_columns(self) -> None:
-        """Set the column widths; drop every cached rendering if one changed."""
+        """Set the columns and their widths; drop every cached rendering if one changed."""
         if not self.columns:
             return
+        visible, widths = self._layout()
+        if visible != self.shown_columns:
+            self._rebuild(visible, widths)
+            return
         changed = False
-        for key, width in self._wanted_widths().items():
+        for key, width in widths.items():
             column = self.columns[self.columns_key(key)]
             if column.width != width:
                 column.width = width
@@ -133,6 +159,23 @@ class ProcessTable(DataTable[Cell]):
         self.virtual_size = Size(sum(c.get_render_width(self) for c in self.columns.values()),
                                  self.virtual_size.height)
         self.refresh()
+
+    def _rebuild(self, visible: tuple[str, ...], widths: dict[str, int]) -> None:
+        """Columns dropped or brought back (a resize): rebuild the table from `_shown`.
+        Rare, so simple: the rows are re-added and re-sorted, the selection kept."""
+        selected = self.selected_key()
+        self.shown_columns = visible
+        self.clear(columns=True)
+        for key in visible:
+            self.add_column(self._label(COLUMNS_BY_KEY[key]), key=key, width=widths[key])
+        for key, cells in self._shown.items():
+            self.add_row(*self._visible_cells(cells), key=key)
+        self._update_title()
+        self._sort(selected)
+
+    def _visible_cells(self, cells: list[Cell]) -> list[Cell]:
+        return [cell for key, cell in zip(COLUMN_KEYS, cells, strict=True)
+                if key in self.shown_columns]
 
     def on_resize(self) -> None:
         self._fit_columns()
@@ -162,36 +205,45 @@ class ProcessTable(DataTable[Cell]):
         for key, p in new.items():
             cells = self._cells(p)
             if key not in self.processes:
-                self.add_row(*cells, key=key)
                 self._shown[key] = cells
+                self.add_row(*self._visible_cells(cells), key=key)
                 changed = True
                 continue
             old = self._shown[key]
             for col, (a, b) in zip(COLUMN_KEYS, zip(old, cells, strict=True), strict=True):
                 if a != b:
-                    self.update_cell(key, col, b)
+                    if col in self.shown_columns:
+                        self.update_cell(key, col, b)
                     changed = True
             self._shown[key] = cells
         self.processes = new
         if changed:
             self._fit_columns()  # before anything is drawn: see the module docstring
-        title = f"Processes ({len(new)})"
-        if self.border_title != title:
-            self.border_title = title
+        self._update_title()
         if changed:
             self._sort(selected)
+
+    def _update_title(self) -> None:
+        title = f"Processes ({len(self.processes)})"
+        if self.sort_column not in self.shown_columns:  # sorted on a column dropped for room
+            col = COLUMNS_BY_KEY[self.sort_column]
+            title += f" · by {col.label}{'▼' if self.sort_reverse else '▲'}"
+        if self.border_title != title:
+            self.border_title = title
 
     def _sort(self, keep: str | None = None) -> None:
         reverse = self.sort_reverse
         idx = COLUMN_KEYS.index(self.sort_column)
-        pid_idx = COLUMN_KEYS.index("pid")
+        shown = self._shown
 
         def key(row: tuple[Cell, ...]) -> tuple[Any, ...]:
-            raw = row[idx].raw
+            # GPU and PID are never dropped: they name the row, whose full cells (the
+            # sorted column may be hidden) are in `_shown`.
+            gpu, pid = row[0].raw, row[1].raw
+            raw = shown[f"{gpu}:{pid}"][idx].raw
             missing = raw is None
             # Missing values go last whichever way the column is sorted.
-            return (not missing if reverse else missing, raw if not missing else 0,
-                    row[pid_idx].raw)
+            return (not missing if reverse else missing, raw if not missing else 0, pid)
 
         self.sort(key=key, reverse=reverse)
         if keep is not None:
@@ -220,9 +272,10 @@ class ProcessTable(DataTable[Cell]):
             # Numbers are most useful biggest first; text A→Z.
             reverse = column not in ("gpu", "pid", "user", "command")
         self.sort_column, self.sort_reverse = column, reverse
-        for c in COLUMNS:
-            self.columns[self.columns_key(c.key)].label = self._label(c)
+        for key in self.shown_columns:
+            self.columns[self.columns_key(key)].label = self._label(COLUMNS_BY_KEY[key])
         self._fit_columns()  # the sort mark moved to another column
+        self._update_title()
         self._sort(self.selected_key())
         self.refresh()
 
