@@ -623,22 +623,3 @@ def worker_nvml_index(env: Mapping[str, Any]) -> int | None:
         return None
     index = nvml.get("nvml_index")
     return index if isinstance(index, int) and not isinstance(index, bool) else None
-
-
-def _nvml_index(device: str) -> int | None:
-    """cuda:N → a *guess* at the NVML index (kept for gputui.ui.bench_session).
-
-    Prefer `worker_nvml_index(started_env)`: the guess is wrong whenever CUDA's order
-    (FASTEST_FIRST by default) differs from NVML's PCI order.
-    """
-    try:
-        ordinal = int(device.split(":", 1)[1]) if ":" in device else 0
-    except ValueError:
-        return None
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        items = [v.strip() for v in visible.split(",") if v.strip()]
-        if ordinal < len(items) and items[ordinal].isdigit():
-            return int(items[ordinal])
-        return None  # UUIDs or MIG names: all episodes are kept rather than guessing
-    return ordinal

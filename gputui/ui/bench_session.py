@@ -30,7 +30,7 @@ from gputui.bench.runner import (
     DEFAULT_GRACE_S,
     DEFAULT_TIMEOUT_S,
     BenchRun,
-    _nvml_index,
+    worker_nvml_index,
 )
 from gputui.errors import GputuiError
 from gputui.telemetry.throttle import ThrottleEpisode
@@ -75,15 +75,14 @@ def spec_label(spec: Mapping[str, Any]) -> str:
 
 
 def gpu_of(device: str | None, env: Mapping[str, Any] | None = None) -> int | None:
-    """The NVML index of the GPU a run uses, or None (CPU, unknown). Same rule as the
-    runner's throttle watch, so the screen and the result talk about the same GPU."""
-    env = env or {}
-    device = str(device or "")
-    if device in ("auto", "cuda") and ("compute_capability" in env or device == "cuda"):
-        device = "cuda:0"
-    if not device.startswith("cuda"):
+    """The NVML index of the GPU a run uses, or None (CPU, or not known yet).
+
+    The same rule as the runner's throttle watch (the worker's own answer, found by
+    UUID), so the screen and the result talk about the same GPU; cuda:N is not NVML's N.
+    """
+    if not str(device or "").startswith(("cuda", "auto")):
         return None
-    return _nvml_index(device)
+    return worker_nvml_index(env or {})
 
 
 def run_episodes(sampler: Any, gpu_index: int | None, start: datetime,

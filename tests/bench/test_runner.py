@@ -334,8 +334,10 @@ def _episode(gpu: int, start: Any) -> Any:
 
     from gputui.telemetry.throttle import ThrottleEpisode
 
+    # Ongoing since before the run: it overlaps whenever the watch stops (no race with
+    # a start stamped a few ms into the future).
     return ThrottleEpisode(gpu_index=gpu, gpu_uuid=f"GPU-{gpu}", mask=0x20,
-                           start=start + timedelta(milliseconds=10), end=None,
+                           start=start - timedelta(seconds=1), end=None,
                            peak_temp_c=90, min_clock_sm_mhz=900, clock_sm_before_mhz=1800)
 
 

@@ -302,7 +302,8 @@ t0 = time.monotonic()
 def emit(ev):
     print(events.encode(ev, time.monotonic() - t0), flush=True)
 emit(events.started(os.getpid(), spec["benchmark"], spec,
-                    {"device": "cuda:0", "device_name": "Stub GPU"}))
+                    {"device": "cuda:0", "device_name": "Stub GPU",
+                     "nvml": {"nvml_index": 0, "uuid": "GPU-0"}}))
 step = 0
 while not (ctl / "stop").exists():
     step += 1
@@ -360,10 +361,11 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         assert screen.query_one(ThroughputChart).throttled_columns >= 5
         assert "▲" in text
         sampler.ingest(now_snap(4, False))  # the episode ends
-        await pilot.pause(0.1)
         (ctl / "tp").write_text("100")
+        # Plenty of full-speed windows after it, so the few slow windows a loaded machine
+        # lets in between "episode ended" and "stub speeds up" cannot move the baseline.
         n = points()
-        await wait_until(pilot, lambda: points() >= n + 4, "windows after the episode")
+        await wait_until(pilot, lambda: points() >= n + 12, "windows after the episode")
         (ctl / "stop").write_text("")
         await wait_until(pilot, lambda: session.last is not None, "the result")
         live = session.last
