@@ -517,20 +517,30 @@ def point_doc(ev: dict[str, Any]) -> dict[str, Any]:
 
 # ---- benchmarks --------------------------------------------------------------------------------
 
-def run_train(ctx: Ctx) -> None:
-    from gputui.bench.workloads import TrainStep, make_workload
+def start_timed(ctx: Ctx, step_cls: Any) -> tuple[Any, Any, Any]:
+    """Build the workload and its step, warm up, then start the peak-memory and energy
+    windows: everything before the timed loop that training and inference share."""
+    from gputui.bench.workloads import make_workload
 
-    spec, doc, dev = ctx.spec, ctx.doc, ctx.device
-    unit = ctx.bench.unit
-    b = ctx.current_batch = spec["batch_size"]
-    wl = make_workload(spec, dev, b)
-    doc["settings"]["shapes"] = wl.shapes
+    spec, dev = ctx.spec, ctx.device
+    wl = make_workload(spec, dev, spec["batch_size"])
+    ctx.current_batch = spec["batch_size"]
+    ctx.doc["settings"]["shapes"] = wl.shapes
     ctx.checkpoint()
-    step = TrainStep(wl, dev, spec["precision"], spec["compile"])
+    step = step_cls(wl, dev, spec["precision"], spec["compile"])
     do_warmup(ctx, step, spec["warmup"])
     reset_peak(dev)
     meter = energy_meter(ctx)
     meter.start()
+    return wl, step, meter
+
+
+def run_train(ctx: Ctx) -> None:
+    from gputui.bench.workloads import TrainStep
+
+    doc, dev = ctx.doc, ctx.device
+    unit = ctx.bench.unit
+    wl, step, meter = start_timed(ctx, TrainStep)
     stats = measure(ctx, step, wl.samples_per_step, unit)
     record_energy(doc, meter.stop(stats.samples))
     doc["peak_memory_bytes"] = peak_memory(dev)
@@ -547,19 +557,11 @@ def run_train(ctx: Ctx) -> None:
 
 def run_infer(ctx: Ctx) -> None:
     from gputui.bench.timing import latency_loop, latency_summary, percentile, summary_ms
-    from gputui.bench.workloads import InferStep, make_workload
+    from gputui.bench.workloads import InferStep
 
     spec, doc, dev = ctx.spec, ctx.doc, ctx.device
     unit = ctx.bench.unit
-    b = ctx.current_batch = spec["batch_size"]
-    wl = make_workload(spec, dev, b)
-    doc["settings"]["shapes"] = wl.shapes
-    ctx.checkpoint()
-    step = InferStep(wl, dev, spec["precision"], spec["compile"])
-    do_warmup(ctx, step, spec["warmup"])
-    reset_peak(dev)
-    meter = energy_meter(ctx)
-    meter.start()
+    wl, step, meter = start_timed(ctx, InferStep)
     if spec["mode"] == "latency":
         doc["settings"]["latency"] = ("single-stream: one request at a time; each includes "
                                       "host→device copy, forward and a device sync")
