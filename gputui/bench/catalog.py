@@ -382,6 +382,11 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if bench.models == CNN_MODELS and out["image_size"] is not None and out["image_size"] < 32:
         raise UsageError(f"{out['model']} needs an image size of at least 32")
 
+    if (name == "cnn-train" and out["model"] != "vit_b_16" and out["batch_size"] == 1):
+        # BatchNorm in training mode needs more than one value per channel.
+        raise UsageError(f"training {out['model']} needs a batch size of at least 2 "
+                         "(its BatchNorm layers cannot train on one image)")
+
     mode = out["mode"]
     if mode is not None:
         if mode not in MODES:

@@ -345,12 +345,34 @@ class GputuiApp(App[int]):
             errors=sum(a.severity == "error" for a in active),
             skipped_ticks=snap.skipped_ticks if snap else 0,
         )
+        bench = self._bench_header()
+        if bench:
+            info = replace(info, bench=bench)
         if self.player is not None:
             p = self.player
             assert self.options.replay is not None
             info = replace(info, replay=self.options.replay.path.name, playing=p.playing,
                            speed=p.speed, elapsed_s=p.elapsed_s, duration_s=p.duration_s)
         self.main.header.set_info(info)
+
+    def _bench_header(self) -> str | None:
+        """"cnn-train 42%" while a benchmark runs (started from the bench screen)."""
+        from gputui.ui.bench_session import SESSION_ATTR
+
+        session = getattr(self, SESSION_ATTR, None)
+        live = session.current if session is not None else None
+        if live is None or live.finished:
+            return None
+        frac = live.fraction
+        name = str(live.spec.get("benchmark"))
+        if live.stage == "cancelling":
+            return f"{name} cancelling"
+        return name if frac is None else f"{name} {100 * frac:.0f}%"
+
+    def bench_changed(self) -> None:
+        """Called by the BenchSession (on the event loop) when a run starts, moves, ends."""
+        if getattr(self, "main", None) is not None and self.main.is_mounted:
+            self._update_header()
 
     def _set_notice(self, text: str | None, severity: str | None = None) -> None:
         notice = self.main.notice
@@ -421,6 +443,10 @@ class GputuiApp(App[int]):
         return True
 
     def action_benchmarks(self) -> None:
+        if self.player is not None:
+            self.notify("benchmarks are not available in replay", severity="warning",
+                        timeout=4)
+            return
         from gputui.ui.screens.bench import toggle_bench_screen  # imported when first used
 
         toggle_bench_screen(self)

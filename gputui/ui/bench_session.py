@@ -162,12 +162,31 @@ class LiveRun:
         return self.points[-1].throughput if self.points else None
 
     @property
+    def stopped_fraction(self) -> float:
+        """Where a run that did not finish ok stopped, 0..1: steps done of the planned
+        steps, or seconds elapsed of the planned duration."""
+        p = self.progress or {}
+        try:
+            if p.get("of"):
+                return min(1.0, float(p["step"]) / float(p["of"]))
+            if p.get("duration_s"):
+                return min(1.0, float(p.get("elapsed_s") or 0.0) / float(p["duration_s"]))
+        except (TypeError, ValueError, ZeroDivisionError):
+            return 0.0
+        return 0.0
+
+    @property
     def median(self) -> float | None:
-        if self.result is not None:
-            value, _ = results.throughput_of(self.result)
-            if value is not None:
-                return value
+        """The median of the progress windows' rates: the chart's own basis, during and
+        after the run (the result's per-step median is another quantity)."""
         return statistics.median(p.throughput for p in self.points) if self.points else None
+
+    @property
+    def overall(self) -> float | None:
+        """The finished run's overall rate: total samples ÷ wall time (throughput.mean)."""
+        tp = (self.result or {}).get("throughput")
+        value = tp.get("mean") if isinstance(tp, Mapping) else None
+        return float(value) if isinstance(value, int | float) and value > 0 else None
 
     @property
     def error(self) -> dict[str, Any] | None:
@@ -218,6 +237,9 @@ class BenchSession:
                 import logging
 
                 logging.getLogger("gputui").exception("bench view update failed")
+        hook = getattr(self.app, "bench_changed", None)  # the monitor's header
+        if callable(hook):
+            hook()
 
     @property
     def sampler(self) -> Any:

@@ -21,6 +21,7 @@ from .worker_helpers import TINY_CNN, check_ok, run_worker, worker_cmd, worker_e
     ({"batch_size": 0}, "batch size"),
     ({"precision": "fp16"}, "fp16"),
     ({"precision": "fp8"}, "precision"),
+    ({"batch_size": 1}, "batch size of at least 2"),
 ])
 def test_invalid_spec_is_one_line_invalid_error(patch: dict, words: str) -> None:
     run = run_worker({"benchmark": "cnn-train", **TINY_CNN, **patch})

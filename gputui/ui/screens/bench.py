@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
@@ -52,7 +54,10 @@ from gputui.ui.messages import SnapshotShown
 from gputui.ui.widgets.bench_chart import PhaseBar, ThroughputChart
 
 NA = "N/A"
-STDERR_LINES_SHOWN = 12
+STDERR_LINES_SHOWN = 8
+NOISE = 0.02  # ratios within ±2 % of 1 are noise: not coloured as better or worse
+CARETS = re.compile(r"^[\s^~]*\^[\s^~]*$")  # traceback markers under a source line
+NO_WINDOWS = "no timed windows (run failed)"
 
 # Form fields: (widget id, label, spec key). Empty means "the catalog default".
 INT_FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -217,9 +222,21 @@ class ResultsTable(DataTable[str | Text]):
     ]
 
 
+def status_styles(widget: Any) -> dict[str, Style]:
+    """ok / cancelled / failed → the theme's $success / $warning / $error (the widget's
+    `status--*` component classes), so every theme, high contrast included, applies."""
+    return {status: widget.get_component_rich_style(f"status--{status}", partial=True)
+            for status in ("ok", "cancelled", "failed")}
+
+
 class BenchScreen(Screen[None]):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"status--ok", "status--cancelled",
+                                              "status--failed"}
     DEFAULT_CSS = """
     BenchScreen { layout: vertical; }
+    BenchScreen > .status--ok { color: $success; }
+    BenchScreen > .status--cancelled { color: $warning; }
+    BenchScreen > .status--failed { color: $error; }
     BenchScreen > .title { height: 1; padding: 0 1; background: $primary 30%;
                            text-style: bold; }
     BenchScreen #bench-top { height: 2fr; min-height: 14; }
@@ -348,6 +365,9 @@ class BenchScreen(Screen[None]):
                     with Vertical():
                         yield Label("median")
                         yield Digits("-", id="tp-median")
+                    with Vertical(id="overall-box"):
+                        yield Label("overall")
+                        yield Digits("-", id="tp-overall")
                     yield Static("", id="tp-unit")
                 yield ThroughputChart(id="chart")
                 yield Static("", id="callout")
@@ -534,6 +554,9 @@ class BenchScreen(Screen[None]):
     def _set_error(self, message: str | None) -> None:
         err = self.query_one("#form-error", Static)
         err.update(Text(f"✖ {message}") if message else "")
+        if message:
+            # The inline line can be below the fold of the form: a toast is always seen.
+            self.notify(message, severity="error", timeout=6)
 
     @property
     def form_error(self) -> str:
@@ -657,28 +680,36 @@ class BenchScreen(Screen[None]):
         bar = self.query_one("#live-progress", ProgressBar)
         frac = live.fraction
         if frac is None and live.finished:
-            # Cancelled or failed: the bar stays where the run stopped.
-            last = live.progress or {}
-            done = (float(last["step"]) / float(last["of"]) if last.get("of") else 0.0)
-            bar.update(total=100, progress=100 * min(1.0, done))
+            # Cancelled or failed: the bar stays where the run stopped (steps or seconds).
+            bar.update(total=100, progress=100 * live.stopped_fraction)
         elif frac is None:
             bar.update(total=None)
         else:
             bar.update(total=100, progress=100 * frac)
         self.query_one("#tp-now", Digits).update(
             _fmt_big(None if live.finished else live.current))
-        self.query_one("#tp-median", Digits).update(_fmt_big(live.median))
+        median, overall = live.median, live.overall
+        self.query_one("#tp-median", Digits).update(_fmt_big(median))
+        self.query_one("#overall-box").display = overall is not None
+        self.query_one("#tp-overall", Digits).update(_fmt_big(overall))
         self.query_one("#tp-unit", Static).update(live.unit or "")
         now = live.finished_wall or datetime.now(UTC)
         episodes = self.session.episodes_for(live)
-        self.query_one(ThroughputChart).set_data([p.throughput for p in live.points],
-                                                 live.throttled_flags(episodes, now))
+        failed = live.finished and live.status == "failed"
+        self.query_one(ThroughputChart).set_data(
+            [p.throughput for p in live.points], live.throttled_flags(episodes, now),
+            refs=(median, overall),
+            empty_text=(NO_WINDOWS if failed else "no timed windows" if live.finished
+                        else "waiting for the first window…"))
         self._callout(live, episodes, now)
         self.query_one("#live-stats", Static).update(self._stats(live))
         phases = self.query_one(PhaseBar)
         kind = catalog.get(str(live.spec.get("benchmark"))).kind
         phases.display = kind == "train"
-        phases.set_phases(live.phases_ms or (live.result or {}).get("phases_ms"))
+        phases.set_phases(live.phases_ms or (live.result or {}).get("phases_ms"),
+                          empty_text=("phase split: " + NO_WINDOWS) if failed
+                          else "phase split: none measured" if live.finished
+                          else "phase split: after the first timed steps")
         self._error_pane(live)
         self._telemetry(live, snap)
 
@@ -703,13 +734,15 @@ class BenchScreen(Screen[None]):
         doc = live.result or {}
         status = doc.get("status")
         saved = f" · saved {doc.get('id')}" if live.saved_path else " · not saved"
+        styles = status_styles(self)
+        bold = Style(bold=True)
         if status == "ok":
-            return Text.assemble(("✓ ", "bold green"), head,
+            return Text.assemble(("✓ ", styles["ok"] + bold), head,
                                  (f"  — ok, {results.fmt_throughput(doc)}{saved}", "dim"))
         if status == "cancelled":
-            return Text.assemble(("■ ", "bold yellow"), head,
+            return Text.assemble(("■ ", styles["cancelled"] + bold), head,
                                  (f"  — cancelled (partial result){saved}", "dim"))
-        return Text.assemble(("✖ ", "bold red"), head, (f"  — failed{saved}", "dim"))
+        return Text.assemble(("✖ ", styles["failed"] + bold), head, (f"  — failed{saved}", "dim"))
 
     def _callout(self, live: LiveRun, episodes: list[Any], now: datetime) -> None:
         callout = self.query_one("#callout", Static)
@@ -738,6 +771,9 @@ class BenchScreen(Screen[None]):
                 lines.append(f"latency ≈ p50 {_ms(_percentile(xs, 0.5))}  "
                              f"p90 {_ms(_percentile(xs, 0.9))}  p99 {_ms(_percentile(xs, 0.99))}"
                              "  (per batch, from progress windows)")
+            elif live.finished:
+                lines.append(f"latency  {NA} (" + (NO_WINDOWS if live.status == "failed"
+                                                   else "no timed windows") + ")")
             else:
                 lines.append(f"latency  {NA} until the first timed window")
         st = doc.get("step_time_ms") if isinstance(doc.get("step_time_ms"), dict) else None
@@ -776,10 +812,11 @@ class BenchScreen(Screen[None]):
         if err.get("exit_code") is not None or err.get("signal"):
             lines.append(f"  exit code {err.get('exit_code')}"
                          + (f" ({err['signal']})" if err.get("signal") else ""))
-        tail = err.get("stderr_tail") or live.stderr_tail
+        tail = stderr_lines(err.get("stderr_tail") or live.stderr_tail,
+                            str(err.get("message") or ""))
         if tail:
-            lines.append(f"worker stderr (last {min(len(tail), STDERR_LINES_SHOWN)} lines):")
-            lines += [f"  | {line}" for line in tail[-STDERR_LINES_SHOWN:]]
+            lines.append(f"worker stderr (last {len(tail)} lines):")
+            lines += [f"  | {line}" for line in tail]
         pane.update(Text("\n".join(lines)))
         pane.set_class(True, "-shown")
 
@@ -832,7 +869,7 @@ class BenchScreen(Screen[None]):
         for d in reversed(hist.results):  # newest first
             rid = str(d.get("id"))
             status = str(d.get("status"))
-            style = {"ok": "green", "cancelled": "yellow", "failed": "red"}.get(status, "")
+            style = status_styles(self).get(status, "")
             table.add_row(
                 self._mark_cell(rid), _when(d.get("started_at")), str(d.get("benchmark")),
                 str(d.get("model") or "—"), str(d.get("device_name") or d.get("device")),
@@ -862,12 +899,18 @@ class CompareScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     CompareScreen { align: center middle; }
+    CompareScreen > .cmp--better { color: $success; }
+    CompareScreen > .cmp--worse { color: $error; }
+    CompareScreen > .cmp--differs { color: $warning; text-style: bold; }
+    CompareScreen > .cmp--same { color: $text-muted; }
     CompareScreen > Vertical { width: 96%; height: 90%; border: round $primary;
                                background: $surface; padding: 0 1; }
     CompareScreen #cmp-metrics { height: auto; max-height: 14; }
     CompareScreen #cmp-settings { height: 1fr; }
     CompareScreen .title { text-style: bold; }
     """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"cmp--better", "cmp--worse", "cmp--differs",
+                                              "cmp--same"}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,c", "dismiss", "Close"),
     ]
@@ -901,17 +944,55 @@ class CompareScreen(ModalScreen[None]):
                     return results.fmt_bytes(v)
                 return NA if v is None else f"{results.fmt_num(v)} {unit}"
 
-            style = {"b": "green", "a": "red"}.get(m.better or "", "")
+            style = ratio_style(self, m.better, m.ratio)
             metrics.add_row(m.name, fmt(m.a), fmt(m.b),
                             Text(results.fmt_ratio(m.ratio), style=style))
         settings = self.query_one("#cmp-settings", DataTable)
         for label in ("SETTING", "A", "B"):
             settings.add_column(label, key=label)
-        for s in sorted(self.cmp.settings, key=lambda s: not s.differs):
-            style = "bold yellow" if s.differs else "dim"
-            settings.add_row(Text(s.name, style=style), Text(_plain(s.a), style=style),
-                             Text(_plain(s.b), style=style))
+        rows = sorted(self.cmp.settings, key=lambda s: not s.differs)
+        # Long prose values (shapes, sync, ...) would push B off-screen: each value gets
+        # half of what is left beside the names, cut with an ellipsis.
+        name_w = max([len("SETTING"), *(len(s.name) for s in rows)])
+        box_w = int(self.app.size.width * 0.96) - 4  # border and padding
+        value_w = max(8, (box_w - name_w - 3 * 2 - 2) // 2)  # cell padding, scrollbar
+        differs = self.get_component_rich_style("cmp--differs", partial=True)
+        same = self.get_component_rich_style("cmp--same", partial=True)
+        for s in rows:
+            style = differs if s.differs else same
+            settings.add_row(Text(s.name, style=style),
+                             Text(clip(_plain(s.a), value_w), style=style),
+                             Text(clip(_plain(s.b), value_w), style=style))
         metrics.focus()
+
+
+def stderr_lines(tail: Any, message: str = "") -> list[str]:
+    """The last lines of the worker's stderr worth reading: no caret-only marker lines
+    (`^^^^`), not the error message again (the pane's first line), at most
+    STDERR_LINES_SHOWN."""
+    if not isinstance(tail, list | tuple):
+        return []
+    msg = message.strip()
+    out = [str(line).rstrip() for line in tail
+           if str(line).strip() and not CARETS.match(str(line))
+           and not (msg and str(line).strip() == msg)]
+    return out[-STDERR_LINES_SHOWN:]
+
+
+def clip(text: str, width: int) -> str:
+    """At most `width` cells, with … when cut."""
+    t = Text(text, no_wrap=True)
+    t.truncate(max(1, width), overflow="ellipsis")
+    return t.plain
+
+
+def ratio_style(widget: Any, better: str | None, ratio: float | None) -> Style | str:
+    """B/A colour from the theme: $success when B is better, $error when worse, plain
+    within ±NOISE (run-to-run noise is not a difference)."""
+    if better is None or ratio is None or abs(ratio - 1.0) <= NOISE:
+        return ""
+    return widget.get_component_rich_style(
+        "cmp--better" if better == "b" else "cmp--worse", partial=True)
 
 
 def _plain(value: Any) -> str:

@@ -28,12 +28,23 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("s / S", "sort by next column / reverse order (or click a header)", "Processes"),
     ("k", "send SIGTERM to the selected process (asks first)", "Processes"),
     ("K", "send SIGKILL to the selected process (asks first)", "Processes"),
+    ("enter", "run the picked benchmark (on the list or in a field)", "Benchmarks"),
+    ("ctrl+r", "run now, or after the queue if one is running", "Benchmarks"),
+    ("ctrl+n", "add to the queue", "Benchmarks"),
+    ("x / ctrl+g", "cancel the running benchmark (partial result kept)", "Benchmarks"),
+    ("X", "clear the queue", "Benchmarks"),
+    ("delete", "remove the highlighted queued run", "Benchmarks"),
+    ("space / m", "mark a result (two: A then B)", "Benchmarks"),
+    ("c", "compare the two marked results", "Benchmarks"),
+    ("esc", "back to the monitor (a run goes on)", "Benchmarks"),
     ("space", "pause / play", "Replay"),
     (". / ,", "step one snapshot forward / back", "Replay"),
     ("→ / ←", "seek 10 s forward / back", "Replay"),
     ("] / [", "speed ×2 / ÷2", "Replay"),
     ("home / end", "jump to start / end", "Replay"),
 )
+# Keys that do nothing in replay (the app's check_action disables them there).
+REPLAY_HIDDEN = frozenset({"k", "K", "b"})
 
 
 class HelpScreen(ModalScreen[None]):
@@ -60,6 +71,8 @@ class HelpScreen(ModalScreen[None]):
         for key, what, sec in KEYS:
             if sec == "Replay" and not self.replay:
                 continue
+            if self.replay and (sec == "Benchmarks" or key in REPLAY_HIDDEN):
+                continue  # a recorded PID is not a process to signal; no runs in replay
             if sec != section:
                 section = sec
                 table.add_row(Text(sec, style="underline"), "")

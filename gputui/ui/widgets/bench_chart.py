@@ -67,16 +67,23 @@ class ThroughputChart(Widget):
         self.values: list[float] = []
         self.flags: list[bool] = []
         self.vmax: float | None = None
+        self.empty_text = "waiting for the first window…"
         self._key: tuple[object, ...] | None = None
 
-    def set_data(self, values: Sequence[float], flags: Sequence[bool]) -> None:
-        key = (tuple(values), tuple(flags))
+    def set_data(self, values: Sequence[float], flags: Sequence[bool],
+                 refs: Sequence[float | None] = (),
+                 empty_text: str = "waiting for the first window…") -> None:
+        """`refs`: figures shown next to the chart (median, overall): the scale includes
+        them so no headline number is above every bar's top."""
+        key = (tuple(values), tuple(flags), tuple(refs), empty_text)
         if key == self._key:
             return
         self._key = key
         self.values = list(values)
         self.flags = list(flags) + [False] * (len(values) - len(flags))
-        self.vmax = max(self.values) if self.values else None
+        self.empty_text = empty_text
+        extra = [r for r in refs if r is not None and r > 0]
+        self.vmax = max([*self.values, *extra]) if self.values else None
         self.refresh()
 
     @property
@@ -98,7 +105,7 @@ class ThroughputChart(Widget):
         if y >= bar_rows:
             return Strip.blank(width, self.rich_style)
         if self.vmax is None:
-            label = "" if y else "waiting for the first window…"
+            label = "" if y else self.empty_text
             return Strip([Segment(" " * (AXIS_W - 1) + "│", axis_style),
                           Segment(label.ljust(plot_w), axis_style)], width).crop(0, width)
         rows = sparkline_rows(cols, self.vmax, bar_rows)
@@ -156,11 +163,14 @@ class PhaseBar(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.phases_ms: dict[str, float] = {}
+        self.empty_text = "phase split: after the first timed steps"
 
-    def set_phases(self, phases_ms: Mapping[str, float] | None) -> None:
+    def set_phases(self, phases_ms: Mapping[str, float] | None,
+                   empty_text: str = "phase split: after the first timed steps") -> None:
         phases = dict(phases_ms or {})
-        if phases != self.phases_ms:
+        if phases != self.phases_ms or empty_text != self.empty_text:
             self.phases_ms = phases
+            self.empty_text = empty_text
             self.refresh()
 
     def legend_text(self) -> str:
@@ -174,7 +184,7 @@ class PhaseBar(Widget):
         width = self.size.width
         legend_style = self.get_component_rich_style("phase--legend")
         if not self.phases_ms:
-            text = "phase split: after the first timed steps" if y == 0 else ""
+            text = self.empty_text if y == 0 else ""
             return Strip([Segment(text[:width].ljust(width), legend_style)], width)
         if y == 0:
             segs = [Segment(PHASE_GLYPHS[k] * n, self.get_component_rich_style(f"phase--{k}"))

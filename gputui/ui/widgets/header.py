@@ -30,6 +30,7 @@ class HeaderInfo:
     speed: float = 1.0
     elapsed_s: float = 0.0
     duration_s: float = 0.0
+    bench: str | None = None  # a benchmark in progress: "cnn-train 42%"
 
 
 def _interval(s: float) -> str:
@@ -141,6 +142,8 @@ class AppHeader(Widget):
             right.append(f"  every {_interval(i.interval_s)}", self._style("muted"))
             if i.skipped_ticks:
                 right.append(f"  {i.skipped_ticks} late", self._style("warning"))
+        if i.bench:
+            right.append(f"  ▶ bench {i.bench}", self._style("title"))
         if i.alerts:
             style = "error" if i.errors else "warning"
             sym = "✖" if i.errors else "⚠"
