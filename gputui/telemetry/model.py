@@ -42,6 +42,11 @@ class GpuSample:
     info: DeviceInfo
     lost: bool = False
     error: str | None = None  # a one-line reason when the whole device failed this tick
+    # True when this device's reader did not answer in time this tick (a hung or slow
+    # driver call): the values are the last good reading, `stale_s` seconds old. Shown
+    # marked as stale, never exported as current.
+    stale: bool = False
+    stale_s: float | None = None
     util_gpu_pct: int | None = None
     util_mem_pct: int | None = None
     mem_used_bytes: int | None = None
