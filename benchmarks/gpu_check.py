@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Does gputui measure what a careful hand-written benchmark measures on this GPU?
+
+Not a test: a maintainer runs it on an NVIDIA machine, in one command:
+
+    python benchmarks/gpu_check.py [--rounds 2] [--json FILE]
+
+It runs gputui's matmul (bf16, 8192³), membw (device copy) and cnn-train (resnet50, AMP =
+fp16 autocast with loss scaling, batch 256, channels-last, device-resident data), each side by
+side with a bare loop written here (torch.mm timed with CUDA events; a tensor copy; a plain
+resnet50 AMP training loop), in alternating A/B rounds, every run in a fresh process. Then it
+compares `gputui snapshot --json` with `nvidia-smi --query-gpu=…` for the same fields. It
+prints one table: gputui vs bare (median of rounds, ratio), % of the GPU's dense peak, and the
+ratio to a published reference where one matches.
+
+On a machine without CUDA it exits 1 with one line saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+MATMUL_N = 8192
+COPY_BYTES = 1 << 30  # 1 GiB per array: far beyond any L2
+CNN_BATCH = 256
+
+
+# ----------------------------------------------------------------------------- bare loops
+# Each runs in its own process (`--bare NAME`) and prints one JSON object on stdout.
+
+def _timed(fn: Any, duration_s: float, warmup: int) -> tuple[int, float]:
+    """(iterations, seconds) of `fn` run back to back for about `duration_s`, CUDA events."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    # Calibrate on a short burst, then time one long run: the long run is what counts, and
+    # it lasts seconds so that it sees the clocks the GPU holds under its power limit.
+    start.record()
+    for _ in range(10):
+        fn()
+    end.record()
+    end.synchronize()
+    per_ms = max(start.elapsed_time(end) / 10, 1e-3)
+    iters = max(10, int(duration_s * 1000 / per_ms))
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    return iters, start.elapsed_time(end) / 1000
+
+
+def bare_matmul(duration_s: float) -> dict[str, Any]:
+    import torch
+
+    n = MATMUL_N
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+    iters, secs = _timed(lambda: torch.mm(a, b, out=c), duration_s, warmup=20)
+    return {"value": 2 * n**3 * iters / secs / 1e12, "unit": "TFLOP/s", "iters": iters,
+            "timed_s": secs}
+
+
+def bare_copy(duration_s: float) -> dict[str, Any]:
+    import torch
+
+    n = COPY_BYTES // 4
+    a = torch.ones(n, device="cuda", dtype=torch.float32)
+    b = torch.empty(n, device="cuda", dtype=torch.float32)
+    iters, secs = _timed(lambda: b.copy_(a), duration_s, warmup=20)
+    # Bytes read plus bytes written, as STREAM and gputui count a copy.
+    return {"value": 2 * COPY_BYTES * iters / secs / 1e9, "unit": "GB/s", "iters": iters,
+            "timed_s": secs}
+
+
+def bare_cnn_train(duration_s: float) -> dict[str, Any]:
+    import torch
+    import torchvision
+
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    model.train()
+    x = torch.randn(CNN_BATCH, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (CNN_BATCH,), device="cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    scaler = torch.amp.GradScaler("cuda")
+
+    def step() -> None:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+
+    iters, secs = _timed(step, duration_s, warmup=30)
+    return {"value": CNN_BATCH * iters / secs, "unit": "images/s", "iters": iters,
+            "timed_s": secs}
+
+
+BARE = {"matmul": bare_matmul, "membw": bare_copy, "cnn-train": bare_cnn_train}
+
+
+# ----------------------------------------------------------------------------- gputui runs
+
+@dataclass
+class Figure:
+    value: float | None
+    pct_of_peak: float | None = None
+    peak: float | None = None
+    reference: str | None = None
+    reference_value: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def gputui_cmd(name: str, duration_s: float) -> list[str]:
+    base = [sys.executable, "-m", "gputui", "bench", "run", name, "--device", "cuda", "--json",
+            "--duration", str(duration_s)]
+    if name == "matmul":
+        return [*base, "--precision", "bf16", "--size", str(MATMUL_N)]
+    if name == "membw":
+        return [*base, "--bytes", str(COPY_BYTES)]
+    return [*base, "--model", "resnet50", "--precision", "fp16", "--batch-size", str(CNN_BATCH),
+            "--channels-last"]
+
+
+def _point(result: dict[str, Any], label: str) -> dict[str, Any] | None:
+    for p in result.get("points") or []:
+        if p.get("label") == label or p.get("dtype") == label:
+            return p
+    return None
+
+
+def _headline(tp: dict[str, Any] | None) -> float | None:
+    if not tp:
+        return None
+    for key in ("value", "mean", "median"):
+        if tp.get(key) is not None:
+            return float(tp[key])
+    return None
+
+
+def gputui_figure(name: str, result: dict[str, Any]) -> Figure:
+    ref = result.get("reference") or {}
+    fig = Figure(value=None, reference=ref.get("source") or ref.get("text"),
+                 reference_value=ref.get("value"))
+    if name in ("matmul", "membw"):
+        p = _point(result, "bf16" if name == "matmul" else "copy")
+        if p is None:
+            fig.notes.append("no bf16/copy point in the result")
+            return fig
+        fig.value = float(p["throughput"]) if p.get("throughput") is not None else None
+        fig.pct_of_peak = p.get("pct_of_peak")
+        fig.peak = p.get("peak_tflops") if name == "matmul" else p.get("peak_gbps")
+        if p.get("timed_s") is not None:
+            fig.notes.append(f"timed {float(p['timed_s']):.1f} s")
+        return fig
+    fig.value = _headline(result.get("throughput"))
+    return fig
+
+
+def run_json(cmd: list[str], timeout_s: float) -> dict[str, Any]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"{' '.join(cmd[1:6])}… exited {proc.returncode}: {' | '.join(tail)}")
+    return json.loads(proc.stdout)
+
+
+# ----------------------------------------------------------------------------- snapshot
+
+SMI_FIELDS: list[tuple[str, str, str]] = [
+    # (nvidia-smi field, gputui snapshot field, how to compare)
+    ("name", "name", "exact"),
+    ("uuid", "uuid", "exact"),
+    ("pci.bus_id", "pci_bus_id", "exact"),
+    ("driver_version", "driver_version", "exact"),
+    ("memory.total", "mem_total_bytes", "mib"),
+    ("memory.used", "mem_used_bytes", "mib~"),
+    ("power.limit", "power_limit_w", "w"),
+    ("power.draw", "power_w", "w~"),
+    ("temperature.gpu", "temp_c", "c~"),
+    ("clocks.max.sm", "clock_sm_max_mhz", "exact"),
+    ("clocks.max.memory", "clock_mem_max_mhz", "exact"),
+    ("clocks.sm", "clock_sm_mhz", "info"),
+    ("pcie.link.gen.max", "pcie_gen_max", "exact"),
+    ("pcie.link.width.max", "pcie_width_max", "exact"),
+    ("pcie.link.width.current", "pcie_width", "exact"),
+    ("pstate", "pstate", "pstate"),
+    ("utilization.gpu", "util_gpu_pct", "info"),
+]
+
+
+def compare_snapshot() -> list[tuple[str, str, str, str]]:
+    smi = shutil.which("nvidia-smi")
+    snap = run_json([sys.executable, "-m", "gputui", "snapshot", "--json"], 60)
+    gpu = (snap.get("gpus") or [{}])[0]
+    gpu = {**gpu, "driver_version": snap.get("driver_version")}
+    if smi is None:
+        return [("nvidia-smi", "-", "not found", "skipped")]
+    q = ",".join(f for f, _, _ in SMI_FIELDS)
+    out = subprocess.run([smi, "-i", "0", f"--query-gpu={q}", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=30, check=False).stdout
+    values = [v.strip() for v in out.strip().split(",")]
+    rows = []
+    for (sf, gf, how), sv in zip(SMI_FIELDS, values, strict=False):
+        gv = gpu.get(gf)
+        rows.append((sf, _show(gv, how), sv, _verdict(gv, sv, how)))
+    return rows
+
+
+def _show(v: Any, how: str) -> str:
+    if v is None:
+        return "null"
+    if how.startswith("mib"):
+        return f"{v / 2**20:.0f} MiB"
+    return str(v)
+
+
+def _num(s: str) -> float | None:
+    try:
+        return float(s.replace("P", ""))
+    except ValueError:
+        return None
+
+
+def _verdict(gv: Any, sv: str, how: str) -> str:
+    if how == "info":
+        return "(varies)"
+    if gv is None:
+        return "N/A in gputui" if sv in ("[N/A]", "N/A", "[Not Supported]") else "MISSING"
+    if how == "exact":
+        return "same" if str(gv).lower() == sv.lower() or _num(sv) == gv else "DIFFERENT"
+    s = _num(sv)
+    if s is None:
+        return "?"
+    g = float(gv)
+    if how == "pstate":
+        return "same" if g == s else "(varies)"
+    if how == "mib":
+        return "same" if abs(g / 2**20 - s) < 1 else "DIFFERENT"
+    tol = {"mib~": 256.0, "w": 0.5, "w~": max(15.0, 0.1 * s), "c~": 3.0}[how]
+    g = g / 2**20 if how.startswith("mib") else g
+    return "close" if abs(g - s) <= tol else f"DIFFERENT (Δ {g - s:+.1f})"
+
+
+# ----------------------------------------------------------------------------- main
+
+def check_cuda() -> str | None:
+    """The GPU's name, or None; one-line reason on stderr. Runs in a child (no CUDA here)."""
+    code = ("import torch,sys\n"
+            "if not torch.cuda.is_available(): sys.exit(3)\n"
+            "print(torch.cuda.get_device_name(0))")
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        print("gpu_check: probing CUDA timed out after 120 s", file=sys.stderr)
+        return None
+    if p.returncode == 0 and p.stdout.strip():
+        return p.stdout.strip().splitlines()[-1]
+    if "No module named 'torch'" in p.stderr:
+        why = "torch is not installed (pip install torch)"
+    else:
+        why = "no CUDA GPU is visible to torch"
+    print(f"gpu_check: {why}; run this on an NVIDIA machine", file=sys.stderr)
+    return None
+
+
+def fmt(v: float | None, nd: int = 1) -> str:
+    return "—" if v is None else f"{v:,.{nd}f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per workload (default 2)")
+    ap.add_argument("--duration", type=float, default=5.0,
+                    help="seconds of timed work per matmul/membw run (default 5)")
+    ap.add_argument("--train-duration", type=float, default=20.0,
+                    help="seconds of timed training per cnn-train run (default 20)")
+    ap.add_argument("--only", choices=sorted(BARE), action="append",
+                    help="run only this workload (repeatable)")
+    ap.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
+    ap.add_argument("--bare", choices=sorted(BARE), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.bare:
+        dur = args.train_duration if args.bare == "cnn-train" else args.duration
+        print(json.dumps(BARE[args.bare](dur)))
+        return 0
+
+    gpu_name = check_cuda()
+    if gpu_name is None:
+        return 1
+    smi = shutil.which("nvidia-smi")
+    driver = "?"
+    if smi:
+        driver = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, check=False).stdout.strip()
+    print(f"gpu_check: {gpu_name}, driver {driver}, {args.rounds} alternating A/B rounds",
+          file=sys.stderr)
+
+    report: dict[str, Any] = {"gpu": gpu_name, "driver": driver, "rounds": args.rounds,
+                              "workloads": {}}
+    rows = []
+    for name in args.only or ["matmul", "membw", "cnn-train"]:
+        dur = args.train_duration if name == "cnn-train" else args.duration
+        limit = 900.0
+        g_runs: list[Figure] = []
+        b_runs: list[float] = []
+        errors: list[str] = []
+        for r in range(args.rounds):
+            for side in ("gputui", "bare") if r % 2 == 0 else ("bare", "gputui"):
+                try:
+                    if side == "gputui":
+                        res = run_json(gputui_cmd(name, dur), limit)
+                        g_runs.append(gputui_figure(name, res))
+                    else:
+                        cmd = [sys.executable, os.path.abspath(__file__), "--bare", name,
+                               "--duration", str(args.duration),
+                               "--train-duration", str(args.train_duration)]
+                        b_runs.append(float(run_json(cmd, limit)["value"]))
+                except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
+                    errors.append(f"{side}: {e}")
+                print(f"  {name} round {r + 1} {side} done", file=sys.stderr)
+        g_vals = [f.value for f in g_runs if f.value is not None]
+        g = statistics.median(g_vals) if g_vals else None
+        b = statistics.median(b_runs) if b_runs else None
+        last = g_runs[-1] if g_runs else Figure(None)
+        ratio = g / b if g and b else None
+        peak_pct_bare = 100 * b / last.peak if b and last.peak else None
+        ref = (f"{g / last.reference_value:.2f}× {last.reference}"
+               if g and last.reference_value else "no matching reference")
+        unit = {"matmul": "TFLOP/s", "membw": "GB/s", "cnn-train": "images/s"}[name]
+        rows.append((name, unit, g, b, ratio, last.pct_of_peak, peak_pct_bare, ref, errors))
+        report["workloads"][name] = {
+            "unit": unit, "gputui": g_vals, "bare": b_runs, "gputui_median": g,
+            "bare_median": b, "ratio": ratio, "pct_of_peak": last.pct_of_peak,
+            "peak": last.peak, "reference": ref, "errors": errors, "notes": last.notes}
+
+    print(f"\n{gpu_name} · driver {driver} · median of {args.rounds} alternating rounds")
+    head = f"{'workload':<34} {'gputui':>10} {'bare':>10} {'ratio':>6} {'% peak':>13}  reference"
+    print(head)
+    print("-" * len(head))
+    labels = {"matmul": f"matmul bf16 {MATMUL_N}³, TFLOP/s",
+              "membw": f"device copy {COPY_BYTES >> 30} GiB, GB/s (r+w)",
+              "cnn-train": f"resnet50 AMP b{CNN_BATCH} CL, images/s"}
+    for name, _unit, g, b, ratio, pct, pct_b, ref, errors in rows:
+        pct_s = f"{fmt(pct, 0)} / {fmt(pct_b, 0)}" if pct is not None else "—"
+        print(f"{labels[name]:<34} {fmt(g):>10} {fmt(b):>10} "
+              f"{fmt(ratio, 3) if ratio else '—':>6} {pct_s:>13}  {ref}")
+        for e in errors:
+            print(f"    ! {e}")
+    print("(% peak: gputui / bare, against gputui's dense peak table)")
+
+    print("\ngputui snapshot --json vs nvidia-smi (GPU 0)")
+    try:
+        snap_rows = compare_snapshot()
+    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+        snap_rows = [("snapshot", "-", "-", f"FAILED: {e}")]
+    for f, gv, sv, verdict in snap_rows:
+        print(f"  {f:<26} {gv:>22} {sv:>22}  {verdict}")
+    report["snapshot_vs_smi"] = snap_rows
+
+    if args.json:
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(report, fh, indent=2)
+        os.replace(tmp, args.json)
+    failed = any(r[8] for r in rows)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
