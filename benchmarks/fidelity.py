@@ -7,13 +7,14 @@ count, also in a fresh child process; print both throughputs and their ratio.
 Target: ratio ≥ 0.97.
 
 Like for like: both sides report total samples ÷ wall time of the timed loop (warm-up
-excluded). For gputui that is the result's `throughput.mean` (the sum of every window's
-samples over the time from the synchronised start of the timed loop to the end of its
-last window); the bare loop times its own timed loop the same way. Each side's figure is
-the median over rounds, and the rounds alternate which side runs first so that slow drift
-(thermal, other load) hits both. The table gives the ratio and |ratio − 1|; a ratio under
-the target is flagged FAIL. The machine's `uptime` (load) is printed before and after:
-on a loaded machine the spread between rounds says how much the numbers can be trusted.
+excluded). For gputui that is the result's headline `throughput.value` (the sum of every
+window's samples over the time from the synchronised start of the timed loop to the end of
+its last window: gputui.bench.stats); the bare loop times its own timed loop the same way.
+Each side's figure is the median over rounds, and the rounds alternate which side runs
+first so that slow drift (thermal, other load) hits both. The table gives the ratio and
+|ratio − 1|; a ratio under the target is flagged FAIL. The machine's `uptime` (load) is
+printed before and after: on a loaded machine the spread between rounds says how much the
+numbers can be trusted.
 
     python benchmarks/fidelity.py [--rounds 5] [--threads N] [--quick]
 
@@ -64,22 +65,21 @@ CASES = (
 
 
 def gputui_throughput(case: Case, threads: int) -> tuple[float, str]:
-    """gputui's total samples ÷ timed-loop wall time (throughput.mean) for one run."""
+    """gputui's headline (throughput.value: samples ÷ timed-loop seconds) for one run."""
     spec = make_spec(
         case.benchmark, model=case.model, device="cpu", precision="fp32",
         batch_size=case.batch, steps=case.steps, warmup=case.warmup,
         image_size=case.image_size, seq_len=case.seq_len, threads=threads,
         mode="throughput" if case.benchmark.endswith("infer") else None,
     )
-    doc = BenchRun(spec, telemetry=False).run()
-    if doc["status"] != "ok":
-        raise SystemExit(f"gputui run failed: {doc.get('error')}")
-    tp = doc["throughput"]
-    # The same quantity recomputed from the document's own fields, as a cross-check.
-    if doc["steps"] != case.steps or doc["samples"] != case.steps * samples_per_step(case):
-        raise SystemExit(f"gputui ran {doc['steps']} steps / {doc['samples']} samples, "
+    result = BenchRun(spec, telemetry=False).run()
+    if result.status != "ok" or result.throughput is None or result.headline is None:
+        raise SystemExit(f"gputui run failed: {result.error}")
+    # The counts the headline rests on, checked against what was asked for.
+    if result.steps != case.steps or result.samples != case.steps * samples_per_step(case):
+        raise SystemExit(f"gputui ran {result.steps} steps / {result.samples} samples, "
                          f"expected {case.steps} / {case.steps * samples_per_step(case)}")
-    return float(tp["mean"]), str(tp["unit"])
+    return result.headline, result.throughput.unit
 
 
 def samples_per_step(case: Case) -> int:

@@ -154,9 +154,10 @@ def _headline(tp: dict[str, Any] | None) -> float | None:
 
 
 def gputui_figure(name: str, result: dict[str, Any]) -> Figure:
-    ref = result.get("reference") or {}
-    fig = Figure(value=None, reference=ref.get("source") or ref.get("text"),
-                 reference_value=ref.get("value"))
+    fig = Figure(value=None)
+    cmp = _reference(result)
+    if cmp is not None:
+        fig.reference, fig.reference_value = cmp.reference.describe(), cmp.reference.value
     if name in ("matmul", "membw"):
         p = _point(result, "bf16" if name == "matmul" else "copy")
         if p is None:
@@ -170,6 +171,14 @@ def gputui_figure(name: str, result: dict[str, Any]) -> Figure:
         return fig
     fig.value = _headline(result.get("throughput"))
     return fig
+
+
+def _reference(result: dict[str, Any]) -> Any:
+    """gputui's own matching of a result to a published reference (settings must all match)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from gputui.bench import references
+
+    return references.for_result(result)
 
 
 def run_json(cmd: list[str], timeout_s: float) -> dict[str, Any]:

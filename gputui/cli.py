@@ -24,35 +24,8 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"gputui: {message} (see '{self.prog} --help')\n")
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
-    return value
-
-
-def interval_seconds(text: str) -> float:
-    value = positive_float(text)
-    if value < 0.1:
-        raise argparse.ArgumentTypeError(f"interval must be at least 0.1 s: {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number: {text!r}")
-    return value
-
-
 def build_parser() -> ArgumentParser:
-    from gputui.commands import bench, export, fleet, replay, snapshot, tui, watch
+    from gputui.commands import bench, doctor, export, fleet, replay, snapshot, tui, watch
 
     parser = ArgumentParser(
         prog="gputui",
@@ -63,7 +36,7 @@ def build_parser() -> ArgumentParser:
     tui.add_arguments(parser)
     parser.set_defaults(func=tui.run)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=ArgumentParser)
-    for module in (snapshot, watch, replay, bench, export, fleet):
+    for module in (snapshot, watch, replay, bench, export, fleet, doctor):
         module.add_parser(sub)
     return parser
 

@@ -7,11 +7,11 @@ it. Plain Python (the parent side imports this; no torch).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from gputui.bench.stats import percentile
 from gputui.telemetry.throttle import ThrottleEpisode
 
 
@@ -57,11 +57,11 @@ def attribute(points: Sequence[ThroughputPoint], episodes: Sequence[ThrottleEpis
     end = run_end or (points[-1].time if points else episodes[-1].start)
     outside = [p.throughput for p in points
                if not any(_inside(p, ep, end) for ep in episodes)]
-    base = statistics.median(outside) if outside else None
+    base = percentile(outside, 50)
     out = []
     for ep in episodes:
         inside = [p.throughput for p in points if _inside(p, ep, end)]
-        med = statistics.median(inside) if inside else None
+        med = percentile(inside, 50)
         drop = None
         if med is not None and base:
             drop = 100.0 * (base - med) / base

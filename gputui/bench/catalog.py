@@ -7,12 +7,13 @@ torch to decide (is CUDA there? does this GPU do bf16?) is checked again in the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from gputui.bench.peaks import DTYPES, PeakRow, estimate, match
+from gputui.bench.peaks import pct_of_peak as pct_of_peak  # re-exported for old call sites
 from gputui.errors import UsageError
 
 Kind = Literal["train", "infer", "probe"]
@@ -28,7 +29,8 @@ TEST_PARAMS: tuple[str, ...] = ("oom_above_batch",)
 CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16")
 RNN_MODELS: tuple[str, ...] = ("lstm", "gru")
 
-# Every key of the run spec (bench_protocol.md) with its value when the caller leaves it out.
+# Every key of the run spec (the worker's --spec-json; see gputui.bench.events) with its value
+# when the caller leaves it out.
 SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {
         "benchmark": None,
@@ -51,6 +53,17 @@ SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "threads": None,
         "seed": 0,
         "test_hook": None,
+        "data": "device",  # where synthetic batches live: "device" or "host" (workloads.py)
+        "shapes": None,  # matmul: [[M, N, K], ...] instead of params.size
+        "repeat": 1,  # timed trials after one warm-up (result: trials, spread)
+        # Across machines (bench.launch): N nodes × nproc ranks meeting at HOST:PORT.
+        "nnodes": 1,
+        "node_rank": 0,
+        "rdzv_endpoint": None,
+        # --baseline ID, resolved by the CLI: the same run on one process, for scaling.
+        "baseline_id": None,
+        "baseline_value": None,
+        "baseline_world": None,
     }
 )
 
@@ -158,10 +171,11 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 unit="images/s",
                 models=("small-cnn",),
                 default_model="small-cnn",
-                cpu={"batch_size": 64, "image_size": 16, "steps": 1000, "warmup": 0,
+                cpu={"batch_size": 64, "image_size": 16, "steps": 1000, "warmup": 2,
                      "target_accuracy": 0.7, "classes": 4, "eval_every": 25,
                      "val_samples": 1024},
-                cuda={"batch_size": 256, "image_size": 32, "steps": 3000, "warmup": 0,
+                # Warm-up steps run on a throwaway copy of the model (see the kind).
+                cuda={"batch_size": 256, "image_size": 32, "steps": 3000, "warmup": 10,
                       "target_accuracy": 0.8, "classes": 4, "eval_every": 25,
                       "val_samples": 4096},
             ),
@@ -172,7 +186,10 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 "available), % of the device's peak where known",
                 unit="TFLOP/s",
                 cpu={"size": 512, "steps": 5, "warmup": 1},
-                cuda={"size": 8192, "steps": 30, "warmup": 5},
+                # Seconds per point, not steps: 30 products of 8192³ last ~45 ms on an H100,
+                # a boost-clock burst before power capping sets in.
+                cuda={"size": 8192, "duration_s": 2.0, "warmup": 10},
+                supports_sweep=True,
             ),
             _b(
                 name="membw",
@@ -182,8 +199,26 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 unit="GB/s",
                 # 64 MiB per array is far beyond any CPU's L2 (and most L3s).
                 cpu={"array_bytes": 64 << 20, "steps": 5, "warmup": 1},
-                cuda={"array_bytes": 512 << 20, "host_bytes": 256 << 20, "steps": 20,
-                      "warmup": 3},
+                cuda={"array_bytes": 512 << 20, "host_bytes": 256 << 20, "duration_s": 2.0,
+                      "warmup": 5},
+            ),
+            _b(
+                name="p2p",
+                kind="probe",
+                description="GPU-to-GPU copy GB/s for every ordered pair of GPUs (needs 2+ "
+                "CUDA GPUs)",
+                unit="GB/s",
+                cpu={"bytes": 1 << 20, "steps": 5, "warmup": 1},
+                cuda={"bytes": 256 << 20, "duration_s": 1.0, "warmup": 3},
+            ),
+            _b(
+                name="allreduce",
+                kind="probe",
+                description="NCCL all-reduce bus bandwidth GB/s across every GPU, as "
+                "nccl-tests reports it (needs 2+ CUDA GPUs)",
+                unit="GB/s",
+                cpu={"bytes": 1 << 20, "steps": 5, "warmup": 1},
+                cuda={"bytes": 256 << 20, "duration_s": 2.0, "warmup": 5},
             ),
             _b(
                 name="batch-finder",
@@ -195,108 +230,38 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 default_model="resnet18",
                 # On CPU nothing OOMs in reasonable time: cap by max batch and an RSS budget.
                 cpu={"batch_size": 8, "image_size": 64, "steps": 2, "warmup": 1,
-                     "memory_budget_frac": 0.5},
-                cuda={"batch_size": 8192, "image_size": 224, "steps": 3, "warmup": 1},
+                     "memory_budget_frac": 0.5, "headroom_frac": 0.1},
+                # 10 timed steps after 3 warm-up ones: cuDNN picks its algorithms in the
+                # first steps, so 3 timed steps measured mostly autotuning.
+                cuda={"batch_size": 8192, "image_size": 224, "steps": 10, "warmup": 3,
+                      "headroom_frac": 0.1},
             ),
         )
     }
 )
 
-# Peak dense throughput by GPU model, in TFLOP/s for matmul dtypes and GB/s for memory.
-# Tensor-core numbers are dense (no sparsity) with fp32 accumulate where the vendor quotes
-# both. Keys match whole words of the device name (see `known_peak`), most specific first:
-# "A10" must not match "RTX A1000", nor "A30" "RTX A3000".
-GPU_PEAKS: tuple[tuple[str, Mapping[str, float]], ...] = (
-    ("H100 SXM", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "mem_gbps": 3350}),
-    ("H100 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.0, "bf16": 835.0, "mem_gbps": 3900}),
-    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0, "bf16": 756.0, "mem_gbps": 2000}),
-    ("H100", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "mem_gbps": 3350}),
-    ("H200", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "mem_gbps": 4800}),
-    ("A100-SXM4-80GB", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0,
-                        "mem_gbps": 2039}),
-    ("A100 80GB PCIe", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0,
-                        "mem_gbps": 1935}),
-    ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0, "mem_gbps": 1555}),
-    ("A10G", {"fp32": 31.2, "tf32": 35.0, "fp16": 70.0, "bf16": 70.0, "mem_gbps": 600}),
-    ("A10", {"fp32": 31.2, "tf32": 62.5, "fp16": 125.0, "bf16": 125.0, "mem_gbps": 600}),
-    ("A30", {"fp32": 10.3, "tf32": 82.0, "fp16": 165.0, "bf16": 165.0, "mem_gbps": 933}),
-    ("L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 362.0, "bf16": 362.0, "mem_gbps": 864}),
-    ("L40", {"fp32": 90.5, "tf32": 90.5, "fp16": 181.0, "bf16": 181.0, "mem_gbps": 864}),
-    ("L4", {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "mem_gbps": 300}),
-    ("V100", {"fp32": 15.7, "fp16": 125.0, "mem_gbps": 900}),
-    ("T4", {"fp32": 8.1, "fp16": 65.0, "mem_gbps": 320}),
-    ("RTX 6000 Ada", {"fp32": 91.1, "tf32": 91.1, "fp16": 182.2, "bf16": 182.2,
-                      "mem_gbps": 960}),
-    ("RTX A6000", {"fp32": 38.7, "tf32": 77.4, "fp16": 154.8, "bf16": 154.8, "mem_gbps": 768}),
-    ("RTX 4090", {"fp32": 82.6, "tf32": 82.6, "fp16": 165.2, "bf16": 165.2, "mem_gbps": 1008}),
-    ("RTX 4080", {"fp32": 48.7, "tf32": 48.7, "fp16": 97.5, "bf16": 97.5, "mem_gbps": 717}),
-    ("RTX 3090", {"fp32": 35.6, "tf32": 35.6, "fp16": 71.0, "bf16": 71.0, "mem_gbps": 936}),
-    ("RTX 3080", {"fp32": 29.8, "tf32": 29.8, "fp16": 59.5, "bf16": 59.5, "mem_gbps": 760}),
-    ("RTX 5090", {"fp32": 104.8, "tf32": 104.8, "fp16": 209.5, "bf16": 209.5,
-                  "mem_gbps": 1792}),
-)
-
-# Dense FLOPs per SM per clock by compute capability (major, minor), used to estimate a peak
-# for GPUs missing from GPU_PEAKS: SM count x boost clock x this rate.
-PER_SM_FLOPS_PER_CLOCK: Mapping[tuple[int, int], Mapping[str, float]] = MappingProxyType(
-    {
-        (7, 0): {"fp32": 128, "fp16": 1024},
-        (7, 5): {"fp32": 128, "fp16": 1024},
-        (8, 0): {"fp32": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048},
-        (8, 6): {"fp32": 256, "tf32": 256, "fp16": 512, "bf16": 512},
-        (8, 7): {"fp32": 256, "tf32": 256, "fp16": 512, "bf16": 512},
-        (8, 9): {"fp32": 256, "tf32": 256, "fp16": 512, "bf16": 512},
-        (9, 0): {"fp32": 256, "tf32": 2048, "fp16": 4096, "bf16": 4096},
-    }
-)
+# The GPU peak table lives in gputui.bench.peaks; these keep the old call sites working
+# with the dtype-keyed dicts they read ("fp16", …, "mem_gbps").
 
 
-def _name_tokens(name: str) -> list[str]:
-    """'NVIDIA A100-SXM4-80GB' → ['a100', 'sxm4', '80gb'] (vendor words dropped)."""
-    words = re.split(r"[\s\-_/,()]+", name.lower())
-    return [w for w in words if w and w not in ("nvidia", "geforce", "tesla", "quadro")]
+def _legacy(row: PeakRow) -> dict[str, float]:
+    out = {d: row.tflops(d) for d in DTYPES}
+    return {**{k: v for k, v in out.items() if v is not None},
+            **({"mem_gbps": row.mem_bw_gbps} if row.mem_bw_gbps else {})}
 
 
-# Mobile parts share a desktop name but not its clocks or power: never use the table.
-_MOBILE_WORDS = frozenset({"laptop", "mobile", "max", "maxq", "max-q"})
-
-
-def known_peak(device_name: str | None) -> Mapping[str, float] | None:
-    """The table entry whose key is a run of whole words of the GPU name, or None.
-
-    Matching is by whole tokens, never substrings, so "NVIDIA RTX A1000" is not an "A10"
-    and "NVIDIA RTX A3000 Laptop GPU" is not an "A30". Laptop/mobile parts get None (the
-    caller may estimate from SM count and clock instead).
-    """
-    if not device_name:
-        return None
-    tokens = _name_tokens(device_name)
-    if _MOBILE_WORDS & set(tokens) or "max-q" in device_name.lower():
-        return None
-    for key, peaks in GPU_PEAKS:
-        want = _name_tokens(key)
-        n = len(want)
-        if any(tokens[i:i + n] == want for i in range(len(tokens) - n + 1)):
-            return peaks
-    return None
-
-
-def pct_of_peak(achieved: float | None, peak: float | None) -> float | None:
-    """Achieved as a percentage of peak (same unit), None when either is unknown."""
-    if achieved is None or not peak or peak <= 0:
-        return None
-    return 100.0 * achieved / peak
+def known_peak(device_name: str | None) -> dict[str, float] | None:
+    """The peak table's row for the NVML device name (see peaks.match), or None."""
+    row = match(device_name).row
+    return _legacy(row) if row is not None else None
 
 
 def estimated_peak_tflops(
-    capability: tuple[int, int] | None, sm_count: int | None, clock_mhz: float | None
+    capability: tuple[int, int] | None, sm_count: int | None, clock_mhz: float | None,
+    device_name: str | None = None,
 ) -> dict[str, float] | None:
-    if capability is None or not sm_count or not clock_mhz:
-        return None
-    rates = PER_SM_FLOPS_PER_CLOCK.get(capability)
-    if rates is None:
-        return None
-    return {k: sm_count * clock_mhz * 1e6 * r / 1e12 for k, r in rates.items()}
+    row = estimate(device_name, capability, sm_count, clock_mhz)
+    return _legacy(row) if row is not None else None
 
 
 def get(name: str) -> Benchmark:
@@ -320,6 +285,63 @@ def _int(spec: Mapping[str, Any], key: str, *, minimum: int) -> None:
 
 def _device_type(device: str) -> str:
     return device.split(":", 1)[0]
+
+
+def _shapes(out: dict[str, Any], name: str) -> None:
+    shapes = out.get("shapes")
+    if shapes is None:
+        return
+    if name != "matmul":
+        raise UsageError(f"--shape applies to matmul, not {name}")
+    if out.get("sweep"):
+        raise UsageError("give --shape or --sweep, not both")
+    ok = isinstance(shapes, list) and shapes and all(
+        isinstance(s, list | tuple) and len(s) == 3 and all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in s)
+        for s in shapes)
+    if not ok:
+        raise UsageError("matmul shapes must be M×N×K triples of positive whole numbers")
+    out["shapes"] = [list(s) for s in shapes]
+
+
+# Kinds whose timed phase is not one loop that can simply run again.
+NO_REPEAT = ("train-to-accuracy", "batch-finder", "p2p", "allreduce")
+
+
+def _repeat(out: dict[str, Any], name: str) -> None:
+    if out["repeat"] is None:
+        out["repeat"] = 1
+    _int(out, "repeat", minimum=1)
+    if out["repeat"] > 1 and name in NO_REPEAT:
+        raise UsageError(f"--repeat does not apply to {name}")
+    if out["repeat"] > 1 and out["nproc"] > 1:
+        raise UsageError("--repeat cannot be combined with --nproc")
+
+
+def _nodes(out: dict[str, Any], bench: Benchmark) -> None:
+    from gputui.bench.launch import parse_endpoint
+
+    for key in ("nnodes", "node_rank"):
+        if out[key] is None:
+            out[key] = SPEC_DEFAULTS[key]
+    _int(out, "nnodes", minimum=1)
+    _int(out, "node_rank", minimum=0)
+    if out["node_rank"] >= out["nnodes"]:
+        raise UsageError(f"--node-rank {out['node_rank']} is not below --nnodes "
+                         f"{out['nnodes']}")
+    if out["rdzv_endpoint"] is not None:
+        parse_endpoint(str(out["rdzv_endpoint"]))
+    if out["nnodes"] > 1 and not bench.supports_nproc:
+        raise UsageError(f"--nnodes applies to cnn-train and rnn-train, not {bench.name}")
+    if out["nnodes"] > 1 and (out["sweep"] or out["profile"]):
+        raise UsageError("--nnodes cannot be combined with --sweep or --profile")
+    if out["repeat"] > 1 and out["nnodes"] > 1:
+        raise UsageError("--repeat cannot be combined with --nnodes")
+    value = out["baseline_value"]
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                              or value <= 0):
+        raise UsageError("baseline value must be a positive number")
+    _int(out, "baseline_world", minimum=1)
 
 
 def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -409,6 +431,14 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         raise UsageError(f"{name} does not support --profile")
     if out["profile_dir"] is not None and not isinstance(out["profile_dir"], str):
         raise UsageError("profile dir must be a path")
+    _shapes(out, name)
+    _repeat(out, name)
+    _nodes(out, bench)
+    if out["data"] not in ("device", "host"):
+        raise UsageError(f"bad data placement {out['data']!r} (choose from device, host)")
+    if out["data"] == "host" and name not in ("cnn-train", "cnn-infer", "rnn-train",
+                                              "rnn-infer"):
+        raise UsageError(f"--data host applies to cnn/rnn training and inference, not {name}")
     if out["test_hook"] is not None and out["test_hook"] not in TEST_HOOKS:
         raise UsageError(f"bad test hook {out['test_hook']!r}")
     params = out.get("params")

@@ -31,7 +31,7 @@ from gputui.bench import catalog, events
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
-    from gputui.bench.worker import Ctx
+    from gputui.bench.context import Ctx
 
 
 def free_port() -> int:
@@ -41,27 +41,48 @@ def free_port() -> int:
 
 
 def run_ddp(ctx: Ctx) -> None:
+    from gputui.bench.launch import plan as make_plan
+
     spec, dev = ctx.spec, ctx.device
-    world = int(spec["nproc"])
+    lp = make_plan(spec, os.environ)
+    if lp is None:
+        raise UsageError("a distributed run needs --nproc or --nnodes above 1")
+    world, local = lp.world, lp.local
     backend = "nccl" if dev.type == "cuda" else "gloo"
-    if dev.type == "cuda" and torch.cuda.device_count() < world:
-        raise UsageError(f"--nproc {world} needs {world} GPUs; "
-                         f"{torch.cuda.device_count()} visible")
+    # Ranks take consecutive GPUs from --device's index on (cuda:2 --nproc 2: 2 and 3),
+    # numbered as CUDA_VISIBLE_DEVICES shows them. Device-count queries create no context.
+    first = int(dev.index or 0) if dev.type == "cuda" else 0
+    need = first + (lp.local_rank + 1 if lp.launcher else local)
+    if dev.type == "cuda" and torch.cuda.device_count() < need:
+        raise UsageError(f"{local} rank(s) from cuda:{first} need GPUs {first}.."
+                         f"{need - 1}; {torch.cuda.device_count()} visible")
     # Each rank gets its share of the cores: N ranks × all cores would oversubscribe.
-    threads = spec.get("threads") or max(1, (os.cpu_count() or 1) // world)
-    port = free_port()
+    threads = spec.get("threads") or max(1, (os.cpu_count() or 1) // local)
+    port = lp.port if lp.port is not None else free_port()
+    if lp.launcher is not None:
+        # torchrun/srun made this worker one rank: run it here, reporting directly.
+        here = _Here(ctx)
+        rank_main(int(lp.rank or 0), world, port, backend, spec, dev.type, threads, here,
+                  ctx.cancel, os.getppid(), first, lp.host, lp.local_rank, True)
+        if here.failure is not None:
+            raise RankFailed(here.failure)
+        if here.payload is None:
+            raise RuntimeError("distributed run ended without a result")
+        _fill(ctx, here.payload, world, backend, threads, first, lp)
+        return
     mpc = mp.get_context("spawn")
     q: Any = mpc.Queue()
     stop = mpc.Event()
     procs = [
-        mpc.Process(target=rank_main, args=(r, world, port, backend, spec, dev.type, threads,
-                                            q, stop, os.getpid()), daemon=True)
-        for r in range(world)
+        mpc.Process(target=rank_main, args=(lp.global_rank(r), world, port, backend, spec,
+                                            dev.type, threads, q, stop, os.getpid(), first,
+                                            lp.host, r), daemon=True)
+        for r in range(local)
     ]
     for p in procs:
         p.start()
     payload: dict[str, Any] | None = None
-    failure: dict[str, Any] | None = None
+    failure: events.Failed | None = None
     try:
         while True:
             if ctx.cancel.is_set():
@@ -97,32 +118,52 @@ def run_ddp(ctx: Ctx) -> None:
         raise RankFailed(failure)
     if payload is None:
         raise RuntimeError("distributed run ended without a result")
-    _fill(ctx, payload, world, backend, threads)
+    _fill(ctx, payload, world, backend, threads, first, lp)
+
+
+class _Here:
+    """The queue a rank reports through, when the rank is this very process."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.payload: dict[str, Any] | None = None
+        self.failure: events.Failed | None = None
+
+    def put(self, item: tuple[str, Any]) -> None:
+        kind, body = item
+        if kind == "event":
+            self.ctx.emit(body)
+        elif kind == "result":
+            self.payload = body
+        elif kind == "error" and self.failure is None:
+            self.failure = body
 
 
 class RankFailed(Exception):
     """A rank reported an error event; the worker re-emits it as is."""
 
-    def __init__(self, event: dict[str, Any]) -> None:
-        super().__init__(event["message"])
+    def __init__(self, event: events.Failed) -> None:
+        super().__init__(event.message)
         self.event = event
 
 
-def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int) -> None:
+def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
+          first: int = 0, lp: Any = None) -> None:
+    from gputui.bench.measure import fill_loop
     from gputui.bench.timing import LoopStats
-    from gputui.bench.worker import fill_loop
 
-    doc = ctx.doc
-    stats = LoopStats(steps=p["steps"], samples=p["samples"], wall_s=p["wall_s"],
-                      step_ms=p["step_ms"], stopped_early=p["stopped_early"])
-    # throughput.mean = all ranks' samples / rank 0's wall time of the timed loop; the
-    # median is rank 0's per-step rate × world size (every rank does the same steps).
-    fill_loop(doc, stats, p["samples_per_step"], ctx.bench.unit, scale=world)
-    doc["phases_ms"] = p["phases_ms"]
+    res = ctx.result
+    loop = LoopStats(steps=p["steps"], samples=p["samples"], wall_s=p["wall_s"],
+                     step_ms=p["step_ms"], window_rates=p["window_rates"],
+                     stopped_early=p["stopped_early"])
+    # The headline is all ranks' samples ÷ rank 0's timed-loop seconds; the window rates
+    # are all ranks' samples per window (the window hook sums them).
+    fill_loop(res, loop, ctx.bench.unit)
+    res.phases_ms = p["phases_ms"]
     if p["phases_ms"] is not None:
-        ctx.emit(events.phase(p["phases_ms"]))
-    doc["peak_memory_bytes"] = p["peak_memory_bytes"]
-    doc["settings"].update({
+        ctx.emit(events.Phase(p["phases_ms"]))
+    res.peak_memory_bytes = p["peak_memory_bytes"]
+    res.settings.update({
         "shapes": p["shapes"], "world_size": world, "backend": backend,
         # What each rank's torch ran with (the worker process itself only coordinates).
         "threads": p["threads"], "interop_threads": p["interop_threads"],
@@ -130,13 +171,32 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int) -
         "ddp": "DistributedDataParallel, one process per rank",
         "throughput_scope": "aggregated over all ranks (batch_size is per rank)",
         "phases": "rank 0, separate instrumented pass with syncs between phases",
+        "rank_devices": ([f"cuda:{first + r}" for r in range(lp.local if lp else world)]
+                         if backend == "nccl" else ["cpu"] * (lp.local if lp else world)),
     })
+    if lp is not None:
+        res.settings.update(lp.to_settings())
+    _fill_scaling(ctx, p, world)
     # Each rank's own samples over its own timed-loop wall time; they add up to about
     # throughput.mean (ranks start together after a barrier and stop on the same step).
-    doc["extra"]["per_rank_samples_per_s"] = p["per_rank_rates"]
-    doc["extra"]["per_rank_samples"] = p["per_rank_samples"]
-    doc["energy_j_per_sample"] = None
-    doc["avg_power_w"] = None
+    res.extra["per_rank_samples_per_s"] = p["per_rank_rates"]
+    res.extra["per_rank_samples"] = p["per_rank_samples"]
+    # Energy: every rank's GPU counter over its own timed loop, summed (None on CPU or
+    # when any rank could not read it, or the window was too short to trust).
+    joules, windows = p.get("per_rank_joules"), p.get("per_rank_window_s")
+    from gputui.bench.energy import MIN_ENERGY_WINDOW_S
+
+    if (joules and all(j is not None and j >= 0 for j in joules) and windows
+            and max(windows) >= MIN_ENERGY_WINDOW_S):
+        total_j = float(sum(joules))
+        wall = max(windows)
+        res.energy_j_per_sample = total_j / loop.samples if loop.samples else None
+        res.avg_power_w = total_j / wall if wall > 0 else None
+        res.extra["energy"] = {"source": "NVML total energy counter (mJ), summed over ranks",
+                               "per_rank_joules": joules, "window_s": wall}
+    else:
+        res.energy_j_per_sample = None
+        res.avg_power_w = None
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -155,10 +215,17 @@ PR_SET_PDEATHSIG = 1
 
 
 def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, Any],
-              device_type: str, threads: int, q: Any, stop: Any, parent_pid: int) -> None:
+              device_type: str, threads: int, q: Any, stop: Any, parent_pid: int,
+              first: int = 0, host: str = "127.0.0.1", local_rank: int | None = None,
+              reporter: bool | None = None) -> None:
+    """One rank. `rank` is global (0 … world−1); `local_rank` picks this machine's GPU;
+    the reporter (local rank 0 of each node) sends events and the result."""
+    local = rank if local_rank is None else local_rank
+    reports = local == 0 if reporter is None else reporter
     die_with_parent(parent_pid)
+    from gputui.bench.failures import classify
+    from gputui.bench.measure import peak_memory, reset_peak
     from gputui.bench.timing import PhaseTimer, sync, timed_loop
-    from gputui.bench.worker import classify, peak_memory, reset_peak
     from gputui.bench.workloads import TrainStep, configure_precision, make_workload
 
     local_stop = {"v": False}
@@ -173,31 +240,39 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
     try:
         torch.set_num_threads(threads)
         if device_type == "cuda":
-            torch.cuda.set_device(rank)
-            dev = torch.device("cuda", rank)
+            torch.cuda.set_device(first + local)
+            dev = torch.device("cuda", first + local)
         else:
             dev = torch.device("cpu")
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+        # Global rank 0 listens at host:port (127.0.0.1 unless --rdzv-endpoint says).
+        addr = f"[{host}]" if ":" in host else host
+        dist.init_process_group(backend, init_method=f"tcp://{addr}:{port}", rank=rank,
                                 world_size=world, timeout=timedelta(minutes=5))
         configure_precision(dev, spec["precision"])
         # DDP broadcasts rank 0's weights at construction; every rank starts identical.
         wl = make_workload(spec, dev, batch)
         ddp = torch.nn.parallel.DistributedDataParallel(
-            wl.model, device_ids=[rank] if dev.type == "cuda" else None)
+            wl.model, device_ids=[dev.index] if dev.type == "cuda" else None)
         step = TrainStep(wl, dev, spec["precision"], spec["compile"], ddp_model=ddp)
 
-        def emit(ev: dict[str, Any]) -> None:
-            if rank == 0:
+        def emit(ev: events.Event) -> None:
+            if reports:
                 q.put(("event", ev))
 
         n_warm = int(spec["warmup"])
         for i in range(n_warm):
             step(i)
-            emit(events.warmup(i + 1, n_warm))
+            emit(events.Warmup(i + 1, n_warm))
         sync(dev)
         reset_peak(dev)
+        from gputui.bench.energy import EnergyMeter, NvmlLink
+
+        link = NvmlLink(dev) if dev.type == "cuda" else None
+        meter = EnergyMeter(link if link is not None and link.available else None,
+                            min_window_s=0.0)
         # Start the timed loops together: per-rank walls then cover the same interval.
         dist.barrier()
+        meter.start()
         local_samples = {"n": 0}
 
         def window(local: int, done: bool, next_ws: int) -> tuple[int, bool, int]:
@@ -215,8 +290,17 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
         stats = timed_loop(step, device=dev, samples_per_step=wl.samples_per_step,
                            steps=spec.get("steps"), duration_s=spec.get("duration_s"),
                            unit=catalog.get(spec["benchmark"]).unit, emit=emit,
-                           make_progress=events.progress, window_hook=window)
+                           make_progress=events.Progress, window_hook=window)
         stopped = local_stop["v"] or stop.is_set()
+        reading = meter.stop(0).get("extra") or {}
+        if link is not None:
+            link.close()
+        rank_j = reading.get("joules")
+        rank_w = reading.get("window_s")
+        energy = torch.tensor([-1.0 if rank_j is None else float(rank_j),
+                               float(rank_w or 0.0)], dtype=torch.float64, device=dev)
+        energies = [torch.zeros_like(energy) for _ in range(world)]
+        dist.all_gather(energies, energy)
         # stats.samples is the all-rank total (the window hook sums it); per rank, count
         # this rank's own samples over this rank's own wall time.
         mine = torch.tensor([local_samples["n"] / stats.wall_s if stats.wall_s else 0.0,
@@ -231,16 +315,23 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
             med = timer.medians()
             phases = {k: med.get(k, 0.0) for k in events.PHASES}
             phases["total"] = sum(phases.values())
-        if rank == 0:
+        allreduce = (None if stats.stopped_early else
+                     _time_allreduce(wl.model, dev, stats.step_ms))
+        if reports:
             q.put(("result", {
                 "steps": stats.steps, "samples": stats.samples, "wall_s": stats.wall_s,
-                "step_ms": stats.step_ms, "stopped_early": stats.stopped_early or stopped,
+                "step_ms": stats.step_ms, "window_rates": stats.window_rates,
+                "stopped_early": stats.stopped_early or stopped,
                 "samples_per_step": wl.samples_per_step, "phases_ms": phases,
                 "peak_memory_bytes": peak_memory(dev), "shapes": wl.shapes,
                 "per_rank_rates": [float(g[0].item()) for g in gathered],
                 "per_rank_samples": [int(g[1].item()) for g in gathered],
+                "per_rank_joules": [None if e[0].item() < 0 else float(e[0].item())
+                                    for e in energies],
+                "per_rank_window_s": [float(e[1].item()) for e in energies],
                 "threads": torch.get_num_threads(),
                 "interop_threads": torch.get_num_interop_threads(),
+                "allreduce": allreduce,
             }))
         dist.destroy_process_group()
     except Exception as exc:
@@ -248,3 +339,48 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
 
         traceback.print_exc()
         q.put(("error", classify(exc, batch, spec)))
+
+
+ALLREDUCE_DEFINITION = ("all-reduce of one gradient's worth of fp32 (every trainable "
+                        "parameter), timed alone after the loop, median of 5 ÷ the median "
+                        "step time: an upper bound, as DDP overlaps it with backward")
+
+
+def _time_allreduce(model: Any, dev: torch.device, step_ms: list[float]) -> dict[str, Any]:
+    """What share of a step one gradient all-reduce would take (every rank calls this)."""
+    from gputui.bench.stats import percentile
+    from gputui.bench.timing import sync
+
+    numel = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    buf = torch.zeros(numel, dtype=torch.float32, device=dev)
+    for _ in range(2):  # connections and buffers set up outside the timing
+        dist.all_reduce(buf)
+    times = []
+    for _ in range(5):
+        sync(dev)
+        t0 = time.perf_counter()
+        dist.all_reduce(buf)
+        sync(dev)
+        times.append((time.perf_counter() - t0) * 1000.0)
+    ms = percentile(times, 50)
+    step = percentile(step_ms, 50)
+    return {"ms": ms, "bytes": numel * 4, "step_ms": step,
+            "share_of_step": ms / step if ms is not None and step else None,
+            "definition": ALLREDUCE_DEFINITION}
+
+
+def _fill_scaling(ctx: Ctx, p: dict[str, Any], world: int) -> None:
+    """extra.allreduce, and extra.scaling against --baseline (the same run, one process)."""
+    from gputui.bench.launch import scaling
+
+    res, spec = ctx.result, ctx.spec
+    if p.get("allreduce") is not None:
+        res.extra["allreduce"] = p["allreduce"]
+    total = res.throughput.value if res.throughput is not None else None
+    eff = scaling(total, world, spec.get("baseline_value"), spec.get("baseline_world"))
+    if eff is not None:
+        res.extra["scaling"] = {
+            "baseline_id": spec.get("baseline_id"), "baseline_value": spec["baseline_value"],
+            "baseline_world": spec.get("baseline_world") or 1, "world_size": world,
+            "total": total, "efficiency": eff,
+            "definition": "total ÷ (ranks × the baseline's throughput per process)"}

@@ -42,8 +42,9 @@ class NvmlLink:
         try:
             from gputui.telemetry.nvml import NvmlSource
 
+            # The memory clock too: a result's clocks would show it as null otherwise.
             src = NvmlSource(process_every=1_000_000, slow_every=1_000_000,
-                             fields={"energy"})
+                             fields={"energy", "clock_mem"})
             src.open()
         except Exception as exc:  # no driver, no pynvml, old API: the run goes on without
             log.info("NVML not available for energy: %s", exc)
@@ -79,17 +80,16 @@ class NvmlLink:
         if self._src is None or self._index is None:
             return None
         try:
-            gpus, _ = self._src.read()
+            # This device only: the worker samples it several times a second during a
+            # timed loop, and on an 8-GPU node reading all of them would cost 8 times more.
+            g, _ = self._src.read_device(self._index, slow=True, processes=False)
         except Exception as exc:
             log.info("NVML read failed: %s", exc)
             return None
-        for g in gpus:
-            if g.index == self._index:
-                return {"clock_sm_mhz": g.clock_sm_mhz, "clock_mem_mhz": g.clock_mem_mhz,
-                        "temp_c": g.temp_c, "power_w": g.power_w,
-                        "power_limit_w": g.power_limit_w, "pstate": g.pstate,
-                        "throttle_mask": g.throttle_mask}
-        return None
+        return {"clock_sm_mhz": g.clock_sm_mhz, "clock_mem_mhz": g.clock_mem_mhz,
+                "temp_c": g.temp_c, "power_w": g.power_w,
+                "power_limit_w": g.power_limit_w, "pstate": g.pstate,
+                "throttle_mask": g.throttle_mask}
 
     def energy_mj(self) -> int | None:
         if self._src is None or self._index is None:

@@ -6,11 +6,13 @@ imports torch.
 
 Two ways to drive a run:
 
-* callbacks, for the TUI: ``BenchRun(spec, on_event=cb, on_done=done).start()``; both
-  callbacks run on the runner's reader thread, so a Textual app wraps them in
-  ``app.call_from_thread``. ``cancel()`` is safe from any thread.
-* an iterator, for the CLI: ``for event in run.events(): ...``; when it ends,
-  ``run.result`` holds the final result document.
+* callbacks: ``BenchRun(spec, on_event=cb, on_done=done).start()``; both callbacks run
+  on the runner's reader thread (the run queue in `gputui.bench.run_queue` uses them;
+  the TUI turns them into posted messages). ``cancel()`` is safe from any thread.
+* an iterator: ``for event in run.events(): ...``; when it ends, ``run.result`` holds
+  the final Result (`gputui.bench.verdict` decides it).
+
+Events are typed (`gputui.bench.events`), decoded once as they arrive.
 
 Guarantees: the worker gets its own session/process group (a terminal Ctrl-C reaches
 only the parent, which decides); cancel = SIGTERM to the group, SIGKILL after a grace
@@ -23,11 +25,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import queue
 import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -38,13 +40,20 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from gputui.bench import results
+from gputui.bench import events, results
 from gputui.bench.catalog import SPEC_DEFAULTS, validate_spec
-from gputui.bench.events import parse_event
+from gputui.bench.config import GPU_KEYS, empty, read_gpu_config
+from gputui.bench.result import Result, with_episodes
+from gputui.bench.throttle_watch import ThrottleWatch, worker_nvml_index
+from gputui.bench.verdict import RunFacts, decide
+from gputui.bench.window import WINDOW_INTERVAL_S, TimedSpans, WindowRecorder, window_stats
+from gputui.telemetry.model import iso_utc
 
-Event = dict[str, Any]
+Event = events.Event
 EventCallback = Callable[[Event], None]
-DoneCallback = Callable[[results.Result], None]
+DoneCallback = Callable[[Result], None]
+
+__all__ = ["BenchRun", "RunState", "kill_all", "make_spec", "worker_nvml_index"]
 
 DEFAULT_GRACE_S = 5.0
 DEFAULT_TIMEOUT_S = 1800.0
@@ -86,14 +95,14 @@ def worker_command(spec: Mapping[str, Any]) -> list[str]:
 
 
 def parse_line(line: str | bytes) -> Event | None:
-    """One stdout line → a validated event, or None for anything that is not one.
+    """One stdout line → a typed event, or None for anything that is not one.
 
     torch, CUDA and third-party code may print to stdout, and a malformed event is no
     better: such lines are counted and skipped rather than failing the run (a missing
     result is reported as such when the worker exits).
     """
     try:
-        return parse_event(line)
+        return events.decode(line)
     except Exception:
         return None
 
@@ -183,11 +192,11 @@ class BenchRun:
         self.telemetry = telemetry
         self.sampler = sampler
 
-        self.result: results.Result | None = None
-        self.started_event: Event | None = None
-        self.last_progress: Event | None = None
-        self.error_event: Event | None = None
-        self.result_event: Event | None = None
+        self.result: Result | None = None
+        self.started_event: events.Started | None = None
+        self.last_progress: events.Progress | None = None
+        self.error_event: events.Failed | None = None
+        self.result_event: events.ResultReady | None = None
         self.ignored_lines = 0
         self.callback_errors: list[str] = []
 
@@ -204,10 +213,15 @@ class BenchRun:
         self._kill_timer: threading.Timer | None = None
         self._timeout_timer: threading.Timer | None = None
         self._threads: list[threading.Thread] = []
-        self._progress_tp: list[float] = []
+        self._window_rates: list[float] = []
+        self._samples_seen = 0
         self._started_at = ""
         self._t0 = 0.0
-        self._watch: _ThrottleWatch | None = None
+        self._watch: ThrottleWatch | None = None
+        self._spans = TimedSpans()  # when the worker's timed loops ran (parent clock)
+        self._recorder: WindowRecorder | None = None
+        self._window_watch: ThrottleWatch | None = None  # when the given sampler is slow
+        self._gpu_index: int | None = None  # the worker's GPU, NVML numbering
 
     # ----------------------------------------------------------------- public API
 
@@ -239,7 +253,7 @@ class BenchRun:
         env = dict(os.environ if self.env is None else self.env)
         # Events must arrive as they happen, not when a 4 KiB pipe buffer fills.
         env["PYTHONUNBUFFERED"] = "1"
-        self._started_at = results.utc_now_iso()
+        self._started_at = iso_utc(datetime.now(UTC))
         self._t0 = time.monotonic()
         if self._cancel_requested:  # cancelled before it started: nothing to run
             self._finish(returncode=None)
@@ -309,7 +323,7 @@ class BenchRun:
                 return
             yield item
 
-    def run(self) -> results.Result:
+    def run(self) -> Result:
         """Start, wait, return the result: the simplest use (scripts, fidelity)."""
         self.start()
         self.wait()
@@ -359,18 +373,18 @@ class BenchRun:
                     self._stderr_tail.append(line)
 
     def _handle(self, event: Event) -> None:
-        kind = event.get("event")
-        if kind == "started":
+        if isinstance(event, events.Started):
             self.started_event = event
             self._start_watch(event)
-        elif kind == "progress":
+        elif isinstance(event, events.Progress):
             self.last_progress = event
-            tp = event.get("throughput")
-            if isinstance(tp, int | float) and not isinstance(tp, bool) and tp > 0:
-                self._progress_tp.append(float(tp))
-        elif kind == "error":
+            self._spans.progress(time.monotonic(), event.elapsed_s)
+            self._samples_seen += event.samples
+            if event.throughput > 0:
+                self._window_rates.append(float(event.throughput))
+        elif isinstance(event, events.Failed):
             self.error_event = event
-        elif kind == "result":
+        elif isinstance(event, events.ResultReady):
             self.result_event = event
         self._queue.put(event)
         self._call(self.on_event, event)
@@ -408,107 +422,43 @@ class BenchRun:
         self._pgid = None
         with _live_lock:
             _live.discard(self)
-        doc = self._build_result(returncode, spawn_error)
+        result = decide(RunFacts(
+            result_id=self.id, spec=self.spec, started_at=self._started_at,
+            finished_at=iso_utc(datetime.now(UTC)),
+            elapsed_s=time.monotonic() - self._t0 if self._t0 else None,
+            started=self.started_event, last_progress=self.last_progress,
+            window_rates=tuple(self._window_rates), samples_seen=self._samples_seen,
+            result=self.result_event, error=self.error_event,
+            cancel_requested=self._cancel_requested, timed_out=self._timed_out,
+            timeout_s=self.timeout_s, returncode=returncode, spawn_error=spawn_error,
+            stderr_tail=tuple(self._stderr_tail)))
+        recorder = self._recorder
+        # Read once, at the end, through the watcher's NVML: its reader threads have
+        # opened the device by now (at the start it may still be opening).
+        reader = self._window_watch or self._watch
+        gpu_config = (read_gpu_config(reader.sampler, self._gpu_index)
+                      if reader is not None else empty(GPU_KEYS))
         episodes = self._stop_watch()
         if episodes:
-            doc["throttle_episodes"] = episodes
+            result = with_episodes(result, episodes)
+        if recorder is not None:
+            window = window_stats(recorder.readings(), self._spans.spans)
+            if window is not None:
+                result = dataclasses.replace(result, window=window)
+        result = dataclasses.replace(result, config={**result.config, "gpu": gpu_config})
         with self._lock:
-            self.result = doc
-            self._state = RunState(doc["status"])
+            self.result = result
+            self._state = RunState(result.status)
         self._done.set()
         self._queue.put(None)
-        self._call(self.on_done, doc)
-
-    def _build_result(self, returncode: int | None, spawn_error: str | None) -> results.Result:
-        doc = results.empty_result(self.id, self.spec)
-        if self.started_event is not None:
-            env = self.started_event.get("env")
-            if isinstance(env, dict):
-                doc["env"] = env
-                doc["device_name"] = env.get("device_name")
-                if env.get("device"):
-                    doc["device"] = env.get("device")
-        worker_doc = (self.result_event or {}).get("result")
-        if isinstance(worker_doc, dict):
-            doc.update(worker_doc)
-        doc["id"] = self.id
-        doc["schema"] = results.SCHEMA_VERSION
-        doc["throttle_episodes"] = []
-        doc["started_at"] = doc.get("started_at") or self._started_at
-        doc["finished_at"] = doc.get("finished_at") or results.utc_now_iso()
-        if doc.get("duration_s") is None and self._t0:
-            doc["duration_s"] = round(time.monotonic() - self._t0, 3)
-        if not isinstance(doc.get("settings"), dict) or not doc["settings"]:
-            doc["settings"] = {k: v for k, v in self.spec.items() if k != "test_hook"}
-
-        tail = self.stderr_tail
-        if spawn_error is not None:
-            doc["status"] = "failed"
-            doc["error"] = {"kind": "crash", "message": f"cannot start worker: {spawn_error}"}
-        elif self._timed_out:
-            doc["status"] = "failed"
-            doc["error"] = {
-                "kind": "timeout",
-                "message": f"time limit of {self.timeout_s:g} s reached; worker stopped",
-            }
-            self._fill_partial(doc)
-        elif isinstance(worker_doc, dict) and worker_doc.get("status") in results.STATUSES:
-            pass  # the worker's own verdict (ok, or cancelled with partial numbers)
-        elif isinstance(worker_doc, dict):
-            doc["status"] = "cancelled" if self._cancel_requested else "ok"
-        elif self.error_event is not None:
-            ev = self.error_event
-            doc["status"] = "failed"
-            doc["error"] = {
-                "kind": ev.get("kind") or "crash",
-                "message": ev.get("message") or "worker reported an error",
-                "batch_size": ev.get("batch_size"),
-                "suggestion": ev.get("suggestion"),
-            }
-            if ev.get("batch_size") is not None:
-                doc["batch_size"] = ev.get("batch_size")
-        elif self._cancel_requested:
-            doc["status"] = "cancelled"
-            self._fill_partial(doc)
-        elif returncode is None:
-            doc["status"] = "failed"
-            doc["error"] = {"kind": "crash", "message": _exit_words(None)}
-        else:
-            doc["status"] = "failed"
-            doc["error"] = {"kind": "crash", "message": _exit_words(returncode)}
-            doc["error"]["exit_code"] = returncode
-            if returncode is not None and returncode < 0:
-                doc["error"]["signal"] = _signal_name(-returncode)
-            self._fill_partial(doc)
-        if doc["status"] == "failed" and isinstance(doc.get("error"), dict):
-            doc["error"].setdefault("stderr_tail", tail)
-        return doc
-
-    def _fill_partial(self, doc: results.Result) -> None:
-        """Numbers from the progress windows seen so far, when the worker gave no result."""
-        if doc.get("throughput") is None and self._progress_tp:
-            tps = sorted(self._progress_tp)
-            unit = str((self.last_progress or {}).get("unit") or "")
-            doc["throughput"] = {
-                "median": statistics.median(tps),
-                "mean": statistics.fmean(tps),
-                "unit": unit,
-                "p10": _quantile(tps, 0.10),
-                "p90": _quantile(tps, 0.90),
-            }
-        last = self.last_progress or {}
-        if doc.get("steps") is None and isinstance(last.get("step"), int):
-            doc["steps"] = last["step"]
-        if doc.get("samples") is None and isinstance(last.get("samples"), int):
-            doc["samples"] = last["samples"]
+        self._call(self.on_done, result)
 
     # ----------------------------------------------------------------- telemetry
 
-    def _start_watch(self, started: Event) -> None:
+    def _start_watch(self, started: events.Started) -> None:
         if not self.telemetry:
             return
-        env = started.get("env") if isinstance(started.get("env"), dict) else {}
-        spec = started.get("spec") if isinstance(started.get("spec"), dict) else {}
+        env, spec = started.env, started.spec
         device = str(env.get("device") or spec.get("device") or self.spec.get("device") or "")
         if device in ("auto", "cuda") and ("compute_capability" in env or device == "cuda"):
             device = "cuda:0"  # auto picks the first CUDA GPU; the env says it found one
@@ -517,109 +467,30 @@ class BenchRun:
         # Several ranks use several GPUs: keep every GPU's episodes then.
         multi = int(spec.get("nproc") or self.spec.get("nproc") or 1) > 1
         gpu_index = None if multi else worker_nvml_index(env)
-        self._watch = _ThrottleWatch.start(gpu_index, self.sampler)
+        self._watch = ThrottleWatch.start(gpu_index, self.sampler)
+        self._gpu_index = gpu_index
+        source = self._watch
+        if source is not None and float(getattr(self.sampler, "interval", 0.0) or 0.0) \
+                > WINDOW_INTERVAL_S:
+            # The window needs ≥ 2 Hz; a monitor sampling slower (the TUI's default 1 s)
+            # gets a throttle-profile reader of our own for the run's length.
+            self._window_watch = source = ThrottleWatch.start(gpu_index, None)
+        if source is not None:
+            recorder = WindowRecorder(gpu_index)
+            if source.listen(recorder):
+                self._recorder = recorder
 
     def _stop_watch(self) -> list[dict[str, Any]]:
         watch, self._watch = self._watch, None
+        window_watch, self._window_watch = self._window_watch, None
+        if window_watch is not None:
+            with contextlib.suppress(Exception):
+                window_watch.stop()
         if watch is None:
             return []
+        if self._recorder is not None:
+            watch.unlisten(self._recorder)
         try:
             return watch.stop()
         except Exception:
             return []
-
-
-def _quantile(sorted_values: list[float], q: float) -> float:
-    if len(sorted_values) == 1:
-        return sorted_values[0]
-    pos = q * (len(sorted_values) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def _exit_words(returncode: int | None) -> str:
-    if returncode is None:
-        return "worker did not start"
-    if returncode < 0:
-        return f"worker was killed by {_signal_name(-returncode)} without reporting a result"
-    return f"worker exited with code {returncode} without reporting a result"
-
-
-# --------------------------------------------------------------------------- throttle episodes
-
-
-class _ThrottleWatch:
-    """Samples NVML during a CUDA run and returns the throttle episodes that overlapped it.
-
-    Everything is optional: no NVML, no telemetry module, or a device we cannot map gives
-    no episodes, never an error. A caller that already runs a sampler (the TUI) passes
-    it in, so NVML is not opened twice.
-    """
-
-    def __init__(self, sampler: Any, own: bool, gpu_index: int | None, start: datetime) -> None:
-        self._sampler = sampler
-        self._own = own
-        self._gpu_index = gpu_index
-        self._start = start
-
-    @classmethod
-    def start(cls, gpu_index: int | None, sampler: Any | None) -> _ThrottleWatch | None:
-        """Watch NVML device `gpu_index` (None: keep every GPU's episodes)."""
-        start = datetime.now(UTC)
-        if sampler is not None:
-            return cls(sampler, False, gpu_index, start)
-        try:
-            from gputui.telemetry.sampler import Sampler
-
-            # Processes are the expensive NVML call and say nothing about throttling.
-            own = Sampler.open(interval=0.5, process_every=1_000_000)
-        except Exception:
-            return None
-        if getattr(own, "nvml", None) is None:
-            with contextlib.suppress(Exception):
-                own.close()
-            return None
-        try:
-            own.start()
-        except Exception:
-            return None
-        return cls(own, True, gpu_index, start)
-
-    def stop(self) -> list[dict[str, Any]]:
-        end = datetime.now(UTC)
-        if self._own:
-            with contextlib.suppress(Exception):
-                self._sampler.tick()  # close an episode that ended since the last tick
-            with contextlib.suppress(Exception):
-                self._sampler.close()
-        out = []
-        for ep in self._sampler.episodes():
-            ep_end = ep.end or end
-            if ep.start <= end and ep_end >= self._start and (
-                self._gpu_index is None or ep.gpu_index == self._gpu_index
-            ):
-                out.append(ep.to_dict(now=end))
-        return out
-
-
-def worker_nvml_index(env: Mapping[str, Any]) -> int | None:
-    """The NVML index of the worker's GPU, as the worker found it by UUID.
-
-    torch's cuda:N and NVML's index N are different numberings (CUDA_VISIBLE_DEVICES,
-    CUDA_DEVICE_ORDER=FASTEST_FIRST by default, MIG), so the runner never guesses from
-    the device string: without the worker's answer (no NVML, UUID not found) it keeps
-    every GPU's episodes; each episode names its own gpu_index.
-    """
-    nvml = env.get("nvml")
-    if not isinstance(nvml, Mapping):
-        return None
-    index = nvml.get("nvml_index")
-    return index if isinstance(index, int) and not isinstance(index, bool) else None

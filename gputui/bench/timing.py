@@ -11,64 +11,19 @@
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from gputui.bench.stats import percentile
+
 
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100), None for no data."""
-    if not values:
-        return None
-    s = sorted(values)
-    if len(s) == 1:
-        return float(s[0])
-    pos = (len(s) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return float(s[lo] + (s[hi] - s[lo]) * (pos - lo))
-
-
-def summary_ms(values_ms: Sequence[float]) -> dict[str, float | None]:
-    mean = sum(values_ms) / len(values_ms) if values_ms else None
-    return {
-        "p50": percentile(values_ms, 50),
-        "p90": percentile(values_ms, 90),
-        "p99": percentile(values_ms, 99),
-        "median": percentile(values_ms, 50),
-        "mean": mean,
-    }
-
-
-def latency_summary(values_ms: Sequence[float]) -> dict[str, float | None] | None:
-    if not values_ms:
-        return None
-    s = summary_ms(values_ms)
-    return {"p50": s["p50"], "p90": s["p90"], "p99": s["p99"], "mean": s["mean"]}
-
-
-def throughput_summary(
-    step_ms: Sequence[float], samples_per_step: float, total_samples: float, wall_s: float,
-    unit: str,
-) -> dict[str, Any]:
-    """Median/p10/p90 from per-step rates; mean is total samples over total wall time."""
-    rates = [samples_per_step / (ms / 1000.0) for ms in step_ms if ms > 0]
-    return {
-        "median": percentile(rates, 50),
-        "mean": (total_samples / wall_s) if wall_s > 0 and total_samples else None,
-        "p10": percentile(rates, 10),
-        "p90": percentile(rates, 90),
-        "unit": unit,
-    }
 
 
 class StepClock:
@@ -117,6 +72,30 @@ class LoopStats:
     step_ms: list[float] = field(default_factory=list)
     window_rates: list[float] = field(default_factory=list)
     stopped_early: bool = False
+    # --repeat N: (samples, seconds) of each timed trial; empty for a single trial.
+    trials: list[tuple[int, float]] = field(default_factory=list)
+
+
+def repeat_trials(run_once: Callable[[], LoopStats], n: int) -> LoopStats:
+    """Run the timed phase `n` times (after the caller's one warm-up) and pool them: the
+    headline over all trials is still samples ÷ timed seconds, and each trial's own
+    (samples, seconds) is kept so its headline can be reported. A cancelled trial ends
+    the series; it is kept (its numbers are real, and the run is marked cancelled)."""
+    if n <= 1:
+        return run_once()
+    pooled = LoopStats()
+    for _ in range(n):
+        one = run_once()
+        pooled.steps += one.steps
+        pooled.samples += one.samples
+        pooled.wall_s += one.wall_s
+        pooled.step_ms.extend(one.step_ms)
+        pooled.window_rates.extend(one.window_rates)
+        pooled.trials.append((one.samples, one.wall_s))
+        if one.stopped_early:
+            pooled.stopped_early = True
+            break
+    return pooled
 
 
 def timed_loop(
@@ -127,11 +106,11 @@ def timed_loop(
     steps: int | None,
     duration_s: float | None,
     unit: str,
-    emit: Callable[[dict], None] | None = None,
+    emit: Callable[[Any], None] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     window_target_s: float = 0.5,
     window_hook: WindowHook | None = None,
-    make_progress: Callable[..., dict] | None = None,
+    make_progress: Callable[..., Any] | None = None,
 ) -> LoopStats:
     """Run `step(i)` until `steps` or `duration_s`; sync only at window ends."""
     stats = LoopStats()
@@ -173,7 +152,8 @@ def timed_loop(
         stats.window_rates.append(rate)
         if emit is not None and make_progress is not None:
             emit(make_progress(step=i, of=steps, elapsed_s=now - t_start, duration_s=duration_s,
-                               throughput=rate, unit=unit, window_s=win_s, samples=total))
+                               throughput=rate, unit=unit, window_s=win_s, samples=total,
+                               total_samples=stats.samples))
         t_win = now
         in_window = 0
         window_steps = next_ws
@@ -188,18 +168,18 @@ def latency_loop(
     device: torch.device,
     steps: int | None,
     duration_s: float | None,
-    emit: Callable[[dict], None] | None,
-    make_progress: Callable[..., dict] | None,
+    emit: Callable[[Any], None] | None,
+    make_progress: Callable[..., Any] | None,
     unit: str,
     samples_per_request: int = 1,
     should_stop: Callable[[], bool] = lambda: False,
-) -> tuple[list[float], float, bool]:
+) -> LoopStats:
     """Single-stream: one request at a time, each waited for (that is what latency means).
 
-    Returns (per-request ms, wall s, stopped_early). The sync after each request is part of
-    the measurement here, not a disturbance: a request is done when its result is ready.
+    `step_ms` holds the per-request latencies. The sync after each request is part of the
+    measurement here, not a disturbance: a request is done when its result is ready.
     """
-    lat: list[float] = []
+    stats = LoopStats()
     t_start = time.perf_counter()
     t_last = t_start
     n_last = 0
@@ -209,20 +189,25 @@ def latency_loop(
         request(i)
         sync(device)
         t1 = time.perf_counter()
-        lat.append((t1 - t0) * 1000.0)
+        stats.step_ms.append((t1 - t0) * 1000.0)
         i += 1
         stop_now = should_stop()
-        done = (steps is not None and i >= steps) or stop_now or (
-            duration_s is not None and t1 - t_start >= duration_s)
-        if (t1 - t_last >= 0.5 or done) and emit is not None and make_progress is not None:
+        reached = steps is not None and i >= steps
+        done = reached or stop_now or (duration_s is not None and t1 - t_start >= duration_s)
+        stats.steps, stats.samples, stats.wall_s = i, i * samples_per_request, t1 - t_start
+        if t1 - t_last >= 0.5 or done:
             win = t1 - t_last
             n = (i - n_last) * samples_per_request
-            emit(make_progress(step=i, of=steps, elapsed_s=t1 - t_start, duration_s=duration_s,
-                               throughput=n / win if win > 0 else 0.0, unit=unit, window_s=win,
-                               samples=n))
+            rate = n / win if win > 0 else 0.0
+            stats.window_rates.append(rate)
+            if emit is not None and make_progress is not None:
+                emit(make_progress(step=i, of=steps, elapsed_s=t1 - t_start,
+                                   duration_s=duration_s, throughput=rate, unit=unit,
+                                   window_s=win, samples=n, total_samples=stats.samples))
             t_last, n_last = t1, i
         if done:
-            return lat, t1 - t_start, stop_now and not (steps is not None and i >= steps)
+            stats.stopped_early = stop_now and not reached
+            return stats
 
 
 class PhaseTimer:

@@ -1,14 +1,23 @@
 """Models, synthetic data, and the training/inference steps the timed loops call.
 
 Models are built with random weights (nothing is downloaded); data is random tensors made
-once on the host before timing, so the timed loop measures the model, not the generator.
+once before timing, so the timed loop measures the model, not the generator.
+
+Where the batches live (`spec["data"]`, recorded as `settings.data`):
+- "device" (default, as published synthetic-data results do): the batches are made on the
+  device, in the dtype the model computes in; a step copies nothing.
+- "host": a realistic input pipeline. Batches sit in pinned host memory and each step's
+  batch is copied on a side stream one step ahead, so the copy overlaps the previous step's
+  compute; the compute stream waits for it (`wait_stream`) and the allocator is told the
+  tensor is used there (`record_stream`). Copies are in the model's dtype too: copying fp32
+  to have autocast halve it on arrival would move twice the bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -16,7 +25,11 @@ from torch import nn
 
 from gputui.bench.timing import PhaseTimer
 
+DATA_MODES: tuple[str, ...] = ("device", "host")
 HOST_POOL = 4  # distinct host batches cycled through, so caches do not see one batch only
+DEVICE_POOL = 2  # device batches are far larger than any L2: two are enough to alternate
+
+Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 def configure_precision(device: torch.device, precision: str) -> dict[str, Any]:
@@ -35,15 +48,29 @@ def configure_precision(device: torch.device, precision: str) -> dict[str, Any]:
     if precision in ("fp16", "bf16"):
         settings["amp_dtype"] = "float16" if precision == "fp16" else "bfloat16"
         settings["grad_scaler"] = precision == "fp16" and device.type == "cuda"
-    settings.update(precision_flags())
+    settings.update(precision_flags(device))
     return settings
 
 
-def precision_flags() -> dict[str, Any]:
+def precision_flags(device: torch.device) -> dict[str, Any]:
+    """The numerics switches that apply to `device`; None where one does not (a CPU run
+    uses neither cuBLAS nor cuDNN, whatever their global flags say)."""
+    cuda = device.type == "cuda"
+    mm = torch.backends.cuda.matmul
+
+    def flag(value: Any) -> bool | None:
+        return bool(value) if cuda else None
+
     return {
-        "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
-        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "tf32_matmul": flag(mm.allow_tf32),
+        "tf32_cudnn": flag(torch.backends.cudnn.allow_tf32),
+        "cudnn_benchmark": flag(torch.backends.cudnn.benchmark),
+        # cuBLAS may accumulate fp16/bf16 products in reduced precision when these are on
+        # (PyTorch's default): faster, and a different number.
+        "allow_fp16_reduced_precision_reduction": flag(
+            getattr(mm, "allow_fp16_reduced_precision_reduction", None)),
+        "allow_bf16_reduced_precision_reduction": flag(
+            getattr(mm, "allow_bf16_reduced_precision_reduction", None)),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
     }
 
@@ -113,6 +140,7 @@ class Teacher(nn.Module):
     def __init__(self, classes: int, calib: torch.Tensor) -> None:
         super().__init__()
         self.net = nn.Sequential(nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(12, classes))
+        self.net.to(calib.device)  # calibrated where the images are (a GPU run's: on it)
         with torch.no_grad():
             logits = self.net(calib)
         self.register_buffer("mu", logits.mean(0))
@@ -125,22 +153,33 @@ class Teacher(nn.Module):
 
 # ---- synthetic data -------------------------------------------------------------------------
 
+def input_dtype(precision: str) -> torch.dtype:
+    """The dtype the first layer computes in: autocast would cast an fp32 input on entry."""
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+
+
 def host_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     """Pinned host memory on CUDA so the copy can be asynchronous (non_blocking)."""
     return t.pin_memory() if device.type == "cuda" else t
 
 
 def image_batches(
-    batch: int, image_size: int, classes: int, device: torch.device, channels_last: bool,
-    gen: torch.Generator,
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    batch: int, image_size: int, classes: int, where: torch.device, channels_last: bool,
+    gen: torch.Generator, *, n: int = HOST_POOL, dtype: torch.dtype = torch.float32,
+    pin_for: torch.device | None = None,
+) -> list[Batch]:
+    """`n` batches of Gaussian images made on `where` (host batches pinned for a CUDA
+    `pin_for`), NHWC strides when the model runs channels_last."""
     out = []
-    for _ in range(HOST_POOL):
-        x = torch.randn(batch, 3, image_size, image_size, generator=gen)
+    for _ in range(n):
+        x = torch.randn(batch, 3, image_size, image_size, generator=gen, device=where,
+                        dtype=dtype)
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        y = torch.randint(0, classes, (batch,), generator=gen)
-        out.append((host_tensor(x, device), host_tensor(y, device)))
+        y = torch.randint(0, classes, (batch,), generator=gen, device=where)
+        if pin_for is not None:
+            x, y = host_tensor(x, pin_for), host_tensor(y, pin_for)
+        out.append((x, y))
     return out
 
 
@@ -157,14 +196,80 @@ def synthetic_images(
 
 
 def token_batches(
-    batch: int, seq_len: int, vocab: int, device: torch.device, gen: torch.Generator
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    batch: int, seq_len: int, vocab: int, where: torch.device, gen: torch.Generator,
+    *, n: int = HOST_POOL, pin_for: torch.device | None = None,
+) -> list[Batch]:
     out = []
-    for _ in range(HOST_POOL):
-        seq = torch.randint(0, vocab, (batch, seq_len + 1), generator=gen)
-        out.append((host_tensor(seq[:, :-1].contiguous(), device),
-                    host_tensor(seq[:, 1:].contiguous(), device)))
+    for _ in range(n):
+        seq = torch.randint(0, vocab, (batch, seq_len + 1), generator=gen, device=where)
+        x, y = seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+        if pin_for is not None:
+            x, y = host_tensor(x, pin_for), host_tensor(y, pin_for)
+        out.append((x, y))
     return out
+
+
+class DeviceFeed:
+    """Batches already on the device: a step takes one and copies nothing."""
+
+    def __init__(self, batches: list[Batch]) -> None:
+        self.batches = batches
+
+    def __call__(self, i: int) -> Batch:
+        return self.batches[i % len(self.batches)]
+
+    def sync_copy(self, i: int) -> Batch:
+        return self(i)
+
+
+class HostFeed:
+    """Pinned host batches, each copied on a side stream while the step before computes.
+
+    With `ahead=False` (single-stream latency: a request arrives with its data on the host)
+    each batch is copied on the compute stream when its step starts, so the copy is part of
+    the request. On CPU there is nothing to copy (host memory is the device's memory): the
+    batches are used as they are.
+    """
+
+    def __init__(self, batches: list[Batch], device: torch.device, ahead: bool = True) -> None:
+        self.batches = batches
+        self.device = device
+        self.ahead = ahead
+        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        self._ahead: tuple[int, Batch] | None = None
+
+    def _copy(self, i: int) -> Batch:
+        hx, hy = self.batches[i % len(self.batches)]
+        return hx.to(self.device, non_blocking=True), hy.to(self.device, non_blocking=True)
+
+    def _issue(self, i: int) -> tuple[int, Batch]:
+        assert self.stream is not None
+        with torch.cuda.stream(self.stream):
+            return i, self._copy(i)
+
+    def __call__(self, i: int) -> Batch:
+        if self.stream is None:
+            return self.batches[i % len(self.batches)]
+        if not self.ahead:
+            return self._copy(i)
+        if self._ahead is None or self._ahead[0] != i:
+            self._ahead = self._issue(i)  # first step (or out of order): nothing in flight
+        _, (x, y) = self._ahead
+        compute = torch.cuda.current_stream(self.device)
+        compute.wait_stream(self.stream)
+        # Made on the side stream, used on this one: without this the allocator could hand
+        # their memory to the next copy while this step still reads it.
+        x.record_stream(compute)
+        y.record_stream(compute)
+        self._ahead = self._issue(i + 1)
+        return x, y
+
+    def sync_copy(self, i: int) -> Batch:
+        """The copy alone on the compute stream, for the per-phase split's "h2d" phase."""
+        self._ahead = None
+        if self.stream is None:
+            return self.batches[i % len(self.batches)]
+        return self._copy(i)
 
 
 # ---- tasks ----------------------------------------------------------------------------------
@@ -172,38 +277,96 @@ def token_batches(
 @dataclass
 class Workload:
     model: nn.Module
-    batches: list[tuple[torch.Tensor, torch.Tensor]]
+    batches: list[Batch]  # on the device ("device") or pinned on the host ("host")
     samples_per_step: int  # images, or tokens for language models
     shapes: dict[str, Any]
     is_lm: bool = False
+    data: str = "device"
+    feed: DeviceFeed | HostFeed | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # merged into result settings
+
+    def __post_init__(self) -> None:
+        if self.feed is None:
+            self.feed = DeviceFeed(self.batches)
 
 
-def make_workload(spec: dict[str, Any], device: torch.device, batch: int) -> Workload:
-    gen = torch.Generator().manual_seed(int(spec["seed"]))
+def data_mode(spec: dict[str, Any]) -> str:
+    mode = spec.get("data") or "device"
+    if mode not in DATA_MODES:
+        raise ValueError(f"bad data placement {mode!r} (choose from {', '.join(DATA_MODES)})")
+    return mode
+
+
+def make_workload(spec: dict[str, Any], device: torch.device, batch: int,
+                  pool: int | None = None) -> Workload:
+    """The model and its synthetic batches, placed as `spec["data"]` says.
+
+    `pool` overrides how many distinct batches are made (the batch-finder uses one, so that
+    inputs do not crowd out the memory it probes)."""
     torch.manual_seed(int(spec["seed"]))
+    mode = data_mode(spec)
+    on_host = mode == "host"
+    where = torch.device("cpu") if on_host else device
+    gen = torch.Generator(device=where).manual_seed(int(spec["seed"]))
+    n = pool or (HOST_POOL if on_host else DEVICE_POOL)
+    pin_for = device if on_host else None
     bench = spec["benchmark"]
     params = spec.get("params", {})
     if bench.startswith("rnn"):
         vocab, hidden, layers = params["vocab"], params["hidden"], params["layers"]
         model = RnnLM(spec["model"], vocab, hidden, layers)
         seq = int(spec["seq_len"])
-        return Workload(
-            model=model.to(device),
-            batches=token_batches(batch, seq, vocab, device, gen),
-            samples_per_step=batch * seq,
+        batches = token_batches(batch, seq, vocab, where, gen, n=n, pin_for=pin_for)
+        wl = Workload(
+            model=model.to(device), batches=batches, samples_per_step=batch * seq,
             shapes={"tokens": [batch, seq], "vocab": vocab, "hidden": hidden, "layers": layers},
-            is_lm=True,
-        )
-    size = int(spec["image_size"])
-    model = build_cnn(spec["model"], size).to(device)
-    if spec["channels_last"]:
-        model = model.to(memory_format=torch.channels_last)
-    return Workload(
-        model=model,
-        batches=image_batches(batch, size, 1000, device, spec["channels_last"], gen),
-        samples_per_step=batch,
-        shapes={"input": [batch, 3, size, size], "classes": 1000},
-    )
+            is_lm=True, data=mode)
+    else:
+        size = int(spec["image_size"])
+        model = build_cnn(spec["model"], size).to(device)
+        if spec["channels_last"]:
+            model = model.to(memory_format=torch.channels_last)
+        dtype = input_dtype(spec["precision"])
+        batches = image_batches(batch, size, 1000, where, spec["channels_last"], gen, n=n,
+                                dtype=dtype, pin_for=pin_for)
+        wl = Workload(model=model, batches=batches, samples_per_step=batch,
+                      shapes={"input": [batch, 3, size, size], "classes": 1000}, data=mode)
+    ahead = spec.get("mode") != "latency"
+    if on_host:
+        wl.feed = HostFeed(batches, device, ahead=ahead)
+    x0 = batches[0][0]
+    if not on_host or device.type != "cuda":
+        copy = "none: batches made on the device before timing"
+    elif ahead:
+        copy = ("pinned host buffers → device on a side stream, one step ahead, overlapped "
+                "with compute (wait_stream + record_stream)")
+    else:
+        copy = "pinned host buffer → device at the start of each request, part of its latency"
+    wl.settings = {"data": mode, "input_dtype": str(x0.dtype).removeprefix("torch."),
+                   "input_batches": len(batches), "h2d_copy": copy}
+    return wl
+
+
+def make_optimizer(params: Any, lr: float = 0.01) -> tuple[torch.optim.Optimizer, str]:
+    """SGD with momentum, fused where this torch has it.
+
+    The fused kernel also takes GradScaler's inf check and step-skip on the device: with
+    the for-each path, `GradScaler.step` reads found_inf with `.item()`, a host sync every
+    step (see `sync_note`)."""
+    try:
+        return (torch.optim.SGD(params, lr=lr, momentum=0.9, fused=True),
+                f"SGD(lr={lr}, momentum=0.9, fused=True)")
+    except (RuntimeError, TypeError, ValueError):
+        return (torch.optim.SGD(params, lr=lr, momentum=0.9),
+                f"SGD(lr={lr}, momentum=0.9, foreach)")
+
+
+def sync_note(opt: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None) -> str | None:
+    """What to record in settings.sync when a step syncs the host, else None."""
+    if scaler is not None and not getattr(opt, "_step_supports_amp_scaling", False):
+        return ("every step: GradScaler.step reads found_inf with .item() (this optimizer "
+                "cannot take the inf check on the device)")
+    return None
 
 
 class TrainStep:
@@ -219,10 +382,18 @@ class TrainStep:
         self.forward_module: nn.Module | Callable[..., Any] = (
             torch.compile(module) if compile_model else module
         )
-        self.opt = torch.optim.SGD(w.model.parameters(), lr=0.01, momentum=0.9)
+        self.opt, optimizer = make_optimizer(w.model.parameters())
         self.loss_fn = nn.CrossEntropyLoss()
         self.scaler = (torch.amp.GradScaler("cuda")
                        if precision == "fp16" and device.type == "cuda" else None)
+        self.settings: dict[str, Any] = {"optimizer": optimizer}
+        if self.scaler is not None:
+            self.settings["grad_scaler"] = (
+                "GradScaler; inf check and step skip on the device (fused optimizer)"
+                if sync_note(self.opt, self.scaler) is None else "GradScaler")
+        note = sync_note(self.opt, self.scaler)
+        if note is not None:
+            self.settings["sync"] = note
 
     def _loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with autocast(self.device, self.precision):
@@ -246,17 +417,16 @@ class TrainStep:
         self.opt.zero_grad(set_to_none=True)
 
     def __call__(self, i: int) -> None:
-        hx, hy = self.w.batches[i % len(self.w.batches)]
-        x = hx.to(self.device, non_blocking=True)
-        y = hy.to(self.device, non_blocking=True)
+        assert self.w.feed is not None
+        x, y = self.w.feed(i)
         self._backward_opt(self._loss(x, y))
 
     def instrumented(self, i: int, timer: PhaseTimer) -> None:
+        assert self.w.feed is not None
         timer.start("data")
-        hx, hy = self.w.batches[i % len(self.w.batches)]
+        self.w.batches[i % len(self.w.batches)]  # the pick alone: data is synthetic
         timer.start("h2d")
-        x = hx.to(self.device, non_blocking=True)
-        y = hy.to(self.device, non_blocking=True)
+        x, y = self.w.feed.sync_copy(i)
         timer.start("forward")
         loss = self._loss(x, y)
         timer.start("backward")
@@ -274,8 +444,10 @@ class InferStep:
         self.forward_module: nn.Module | Callable[..., Any] = (
             torch.compile(w.model) if compile_model else w.model
         )
+        self.settings: dict[str, Any] = {}
 
     def __call__(self, i: int) -> None:
-        hx, _ = self.w.batches[i % len(self.w.batches)]
+        assert self.w.feed is not None
+        x, _ = self.w.feed(i)
         with torch.inference_mode(), autocast(self.device, self.precision):
-            self.forward_module(hx.to(self.device, non_blocking=True))
+            self.forward_module(x)

@@ -11,27 +11,33 @@ torch is never imported here: the benchmark runs in a worker process (gputui.ben
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import os
 import signal
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from gputui.cli import positive_float, positive_int
+from gputui.bench.fmt import fmt_bytes, fmt_eta, fmt_num, remaining_s
+from gputui.commands.argtypes import positive_float, positive_int
+from gputui.commands.bench_view import failure_line, print_summary
 from gputui.errors import GputuiError, UsageError
+from gputui.safe_text import no_markup, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
 
+    from gputui.bench.run_queue import RunQueue
     from gputui.bench.runner import BenchRun
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from gputui.commands import bench_results
     p = sub.add_parser(
         "bench",
         help="run built-in benchmarks; list, compare and export results",
@@ -52,22 +58,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--device", default="auto",
                     help="cuda, cuda:N, cpu, or auto (first CUDA GPU, else CPU; default)")
     rp.add_argument("--batch-size", type=positive_int, metavar="N")
-    rp.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
+    rp.add_argument("--precision", default="fp32",
+                    choices=("fp32", "tf32", "fp16", "bf16", "amp"),
+                    help="amp = fp16 autocast with loss scaling (recorded as fp16)")
+    rp.add_argument("--data", choices=("device", "host"), default="device",
+                    help="synthetic batches made on the device (default), or pinned host "
+                    "buffers copied on a side stream overlapped with compute")
     bound = rp.add_mutually_exclusive_group()
     bound.add_argument("--steps", type=positive_int, metavar="N", help="timed steps")
     bound.add_argument("--duration", type=positive_float, metavar="S",
                        help="timed seconds (instead of --steps)")
     rp.add_argument("--warmup", type=_non_negative_int, metavar="N", help="untimed steps first")
+    rp.add_argument("--repeat", type=positive_int, default=1, metavar="N",
+                    help="run the timed phase N times after one warm-up; reports each "
+                         "trial and their median, min and max")
     rp.add_argument("--image-size", type=positive_int, metavar="N")
     rp.add_argument("--seq-len", type=positive_int, metavar="N")
     rp.add_argument("--mode", choices=("latency", "throughput"),
                     help="inference: single-stream latency or offline throughput")
-    rp.add_argument("--sweep", action="store_true", help="throughput over a range of batches")
+    rp.add_argument("--sweep", action="store_true",
+                    help="throughput over a range of batches (matmul: of standard shapes)")
+    rp.add_argument("--size", type=positive_int, metavar="N", help="matmul: M=N=K=N")
+    rp.add_argument("--shape", type=_mnk, action="append", metavar="MxNxK",
+                    help="matmul: one product shape (repeatable)")
+    rp.add_argument("--bytes", type=positive_int, metavar="N",
+                    help="membw: bytes per array")
     rp.add_argument("--channels-last", action="store_true", help="NHWC memory format (CNNs)")
     rp.add_argument("--compile", action="store_true", help="torch.compile the model first")
     rp.add_argument("--nproc", type=positive_int, default=1, metavar="N",
                     help="data-parallel processes (training)")
     rp.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for torch")
+    rp.add_argument("--nnodes", type=positive_int, metavar="N",
+                    help="training across N machines (run gputui once on each)")
+    rp.add_argument("--node-rank", type=_non_negative_int, metavar="R",
+                    help="this machine's number, 0..N-1 (node 0 hosts the rendezvous)")
+    rp.add_argument("--rdzv-endpoint", metavar="HOST:PORT",
+                    help="where node 0 listens and the others connect "
+                         "(default 127.0.0.1:29500: loopback only)")
+    rp.add_argument("--baseline", metavar="ID",
+                    help="a saved one-process run of the same benchmark: report the "
+                         "scaling efficiency against it")
     rp.add_argument("--profile", action="store_true",
                     help="a short extra pass under torch.profiler after the timed run: "
                     "prints the top ops and writes a Chrome trace next to the results")
@@ -82,24 +112,67 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     hp = bs.add_parser("history", help="saved results, oldest first")
     hp.add_argument("--json", action="store_true", help="one flat object per result")
     hp.add_argument("--limit", type=positive_int, metavar="N", help="only the newest N")
-    hp.set_defaults(func=run_history)
+    hp.set_defaults(func=bench_results.run_history)
 
     sp = bs.add_parser("show", help="one saved result")
     sp.add_argument("id", metavar="ID", help="result id (a unique prefix is enough)")
     sp.add_argument("--json", action="store_true", help="print the result document")
-    sp.set_defaults(func=run_show)
+    sp.set_defaults(func=bench_results.run_show)
 
     cp = bs.add_parser("compare", help="two results side by side, with ratios B/A")
     cp.add_argument("a", metavar="A", help="baseline result id")
     cp.add_argument("b", metavar="B", help="result id to compare with A")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    cp.set_defaults(func=run_compare)
+    cp.set_defaults(func=bench_results.run_compare)
 
     ep = bs.add_parser("export", help="saved results as CSV or Markdown")
     ep.add_argument("ids", nargs="*", metavar="ID", help="only these results (default: all)")
     ep.add_argument("--format", choices=("csv", "markdown"), default="csv")
     ep.add_argument("--output", type=Path, metavar="FILE", help="write to FILE (atomically)")
-    ep.set_defaults(func=run_export)
+    ep.set_defaults(func=bench_results.run_export)
+
+    from gputui.commands import bench_tables  # `bench peaks`, `bench references`
+
+    bench_tables.add_parsers(bs)
+
+
+def _mnk(text: str) -> list[int]:
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        dims = [int(p) for p in parts]
+    except ValueError:
+        dims = []
+    if len(dims) != 3 or min(dims) <= 0:
+        raise argparse.ArgumentTypeError(f"a shape is MxNxK, e.g. 8192x8192x8192: {text!r}")
+    return dims
+
+
+def _probe_params(args: argparse.Namespace) -> dict[str, int] | None:
+    """--size and --bytes are the matmul/membw catalog parameters of those names."""
+    params = {}
+    if args.size is not None:
+        params["size"] = args.size
+    if args.bytes is not None:
+        params["array_bytes"] = args.bytes
+    return params or None
+
+
+def _baseline(args: argparse.Namespace) -> dict[str, Any]:
+    """--baseline ID → the spec's baseline_* keys (its headline and process count)."""
+    if not args.baseline:
+        return {}
+    from gputui.bench import results
+
+    base = results.load(args.baseline)
+    if base.benchmark != args.name or base.headline is None or base.status != "ok":
+        raise UsageError(f"baseline {printable(base.id)} is not a finished {args.name} run "
+                         f"(it is {printable(base.benchmark)}, {printable(base.status)})")
+    if args.model and base.model != args.model:
+        raise UsageError(f"baseline {printable(base.id)} ran {printable(base.model)}, "
+                         f"not {printable(args.model)}")
+    world = base.settings.get("world_size")
+    return {"baseline_id": base.id, "baseline_value": base.headline,
+            "baseline_world": world if isinstance(world, int) and world > 0 else 1}
 
 
 def _non_negative_int(text: str) -> int:
@@ -114,17 +187,14 @@ def _non_negative_int(text: str) -> int:
 
 def _no_action(args: argparse.Namespace) -> int:
     args.bench_parser.print_usage(sys.stderr)
-    raise UsageError("choose a bench command: list, run, history, show, compare, export")
+    raise UsageError("choose a bench command: list, run, history, show, compare, export, "
+                     "peaks, references")
 
 
 def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False)
-
-
-def _warn(message: str) -> None:
-    print(f"gputui: warning: {message}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- list
@@ -149,20 +219,24 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
+    from gputui.commands.table_fit import print_fitted
+
+    # Names and models are typed by the user: never cut (one model a line, no wrap).
+    longest = max((len(m) + 1 for b in BENCHMARKS.values() for m in b.models), default=1)
     table = Table(title="gputui benchmarks", show_lines=True)
     table.add_column("name", style="bold", no_wrap=True)
     table.add_column("what it measures")
-    table.add_column("models")
+    table.add_column("models", no_wrap=True, min_width=longest)
     table.add_column("CPU defaults")
     table.add_column("CUDA defaults")
     for b in BENCHMARKS.values():
-        models = ", ".join(f"{m}*" if m == b.default_model else m for m in b.models) or "—"
+        models = "\n".join(f"{m}*" if m == b.default_model else m for m in b.models) or "—"
         table.add_row(b.name, f"{b.description} [dim]({b.unit})[/]", models,
                       _defaults_text(b.cpu), _defaults_text(b.cuda))
     console = _console()
-    console.print(table)
+    print_fitted(console, table)
     console.print("* default model.  Device auto = first CUDA GPU, else CPU.  "
-                  "Run one: gputui bench run NAME")
+                  "Run one: gputui bench run NAME", soft_wrap=not console.is_terminal)
     return 0
 
 
@@ -172,8 +246,6 @@ def _defaults_text(defaults: Mapping[str, Any]) -> str:
     parts = []
     for key, value in defaults.items():
         if key in ("array_bytes", "host_bytes"):
-            from gputui.bench.results import fmt_bytes
-
             value = fmt_bytes(value)
         elif key == "duration_s":
             value = f"{value:g} s"
@@ -186,18 +258,23 @@ def _defaults_text(defaults: Mapping[str, Any]) -> str:
 
 def run_bench(args: argparse.Namespace) -> int:
     from gputui.bench import results
-    from gputui.bench.runner import DEFAULT_TIMEOUT_S, BenchRun, make_spec
+    from gputui.bench.run_queue import Planned, RunQueue
+    from gputui.bench.runner import DEFAULT_TIMEOUT_S, make_spec
 
     result_id = results.new_id()
     spec = make_spec(
         args.name,
         model=args.model,
         device=args.device,
-        precision=args.precision,
+        precision="fp16" if args.precision == "amp" else args.precision,
+        data=args.data,
+        shapes=args.shape,
+        params=_probe_params(args),
         batch_size=args.batch_size,
         steps=args.steps,
         duration_s=args.duration,
         warmup=args.warmup,
+        repeat=args.repeat,
         image_size=args.image_size,
         seq_len=args.seq_len,
         mode=args.mode,
@@ -206,61 +283,82 @@ def run_bench(args: argparse.Namespace) -> int:
         compile=args.compile,
         nproc=args.nproc,
         threads=args.threads,
+        nnodes=args.nnodes,
+        node_rank=args.node_rank,
+        rdzv_endpoint=args.rdzv_endpoint,
+        **_baseline(args),
         profile=args.profile,
         profile_dir=str(results.profiles_dir() / result_id) if args.profile else None,
     )
-    run = BenchRun(spec, timeout_s=args.timeout or DEFAULT_TIMEOUT_S, result_id=result_id)
-    with _cancel_on_signals(run) as received:
-        run.start()
-        _show_progress(run, spec)
-        run.wait()
-    doc = run.result
-    assert doc is not None
-
-    error = doc.get("error") if isinstance(doc.get("error"), dict) else None
-    if doc["status"] == "failed" and error and error.get("kind") == "invalid":
+    planned = Planned(spec, args.name, id=result_id,
+                      timeout_s=args.timeout or DEFAULT_TIMEOUT_S, output=args.output)
+    started: list[BenchRun] = []
+    queue = RunQueue(on_started=lambda _p, run: started.append(run))
+    # Known now: once the terminal has hung up, isatty() may no longer say so.
+    terminal_fds = [fd for fd in (1, 2) if _isatty(fd)]
+    with _cancel_on_signals(queue, terminal_fds) as received:
+        queue.submit(planned)
+        if started:
+            try:
+                _show_progress(started[0], spec)
+            except OSError as exc:
+                if exc.errno != errno.EIO:
+                    raise
+                # The terminal hung up before its SIGHUP reached us: keep supervising.
+                _detach_from_terminal(terminal_fds)
+        queue.wait()
+    finished = queue.last
+    assert finished is not None
+    doc = finished.result
+    if finished.invalid:
         # The worker found the spec impossible here (no CUDA, no bf16...): bad usage,
         # nothing ran, so nothing is kept.
-        raise UsageError(str(error.get("message") or "invalid benchmark settings"))
-
-    path = results.save(doc)
-    if args.output is not None:
-        results.write_atomic(args.output, results.dumps(doc))
+        raise UsageError(printable((doc.error.message if doc.error else None)
+                                   or "invalid benchmark settings"))
+    if finished.save_error is not None:
+        raise GputuiError(finished.save_error)
     if args.json:
         sys.stdout.write(results.dumps(doc))
         sys.stdout.flush()
     else:
         console = _console()
         print_summary(console, doc)
-        console.print(f"[dim]saved {path}[/]")
+        console.print(f"[dim]saved {no_markup(finished.path)}[/]")
 
-    if doc["status"] == "cancelled":
-        print(f"gputui: cancelled; partial result saved as {doc['id']}", file=sys.stderr)
+    if doc.status == "cancelled":
+        print(f"gputui: cancelled; partial result saved as {doc.id}", file=sys.stderr)
         return 128 + (received[0] if received else signal.SIGINT)
-    if doc["status"] == "failed":
-        raise GputuiError(_failure_line(doc, show_tail=True))
+    if doc.status == "failed":
+        raise GputuiError(failure_line(doc, show_tail=True))
     return 0
 
 
 @contextmanager
-def _cancel_on_signals(run: BenchRun) -> Iterator[list[int]]:
+def _cancel_on_signals(queue: RunQueue, terminal_fds: list[int]) -> Iterator[list[int]]:
     """Ctrl-C (and SIGTERM/SIGHUP) cancel the worker instead of killing us mid-write.
 
     The first signal asks the worker to stop and report partial numbers; a second
     SIGINT kills it at once. The worker is in its own session, so the terminal's
-    Ctrl-C reaches only this process.
+    Ctrl-C reaches only this process. After SIGHUP the terminal is gone: whatever of
+    stdout/stderr pointed at it now points at /dev/null, so the result is still saved
+    and the exit status is still 129 (a write to a dead terminal is not a failure).
     """
     received: list[int] = []
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if received and signum == signal.SIGINT:
-            run.kill()
+            queue.kill()
             return
         received.append(signum)
-        # On a terminal the progress bar owns the current line; elsewhere no blank line.
-        lead = "\n" if sys.stderr.isatty() else ""
-        print(f"{lead}gputui: cancelling… (Ctrl-C again to stop at once)", file=sys.stderr)
-        run.cancel()
+        if signum == signal.SIGHUP:
+            _detach_from_terminal(terminal_fds)
+        else:
+            # On a terminal the progress bar owns the current line; elsewhere no blank line.
+            lead = "\n" if sys.stderr.isatty() else ""
+            with contextlib.suppress(OSError):
+                print(f"{lead}gputui: cancelling… (Ctrl-C again to stop at once)",
+                      file=sys.stderr)
+        queue.cancel()
 
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -275,6 +373,25 @@ def _cancel_on_signals(run: BenchRun) -> Iterator[list[int]]:
             signal.signal(sig, old)
 
 
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _detach_from_terminal(fds: list[int]) -> None:
+    """Point the terminal's fds (and only those: a redirected --json stays) at /dev/null."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def _show_progress(run: BenchRun, spec: Mapping[str, Any]) -> None:
     from rich.progress import (
         BarColumn,
@@ -285,360 +402,54 @@ def _show_progress(run: BenchRun, spec: Mapping[str, Any]) -> None:
         TimeElapsedColumn,
     )
 
+    from gputui.bench import events
+
     console = _console(stderr=True)
     if not console.is_terminal:
         # rich ends even a transient progress display with a newline when stderr is a
         # file or pipe: that blank line would precede a one-line error. Without a
         # terminal there is nothing to animate anyway: only the sweep/probe points.
         for event in run.events():
-            if event["event"] == "point":
-                console.print(f"  {_point_text(event)}", soft_wrap=True, markup=False)
+            if isinstance(event, events.Point):
+                console.print(f"  {event.text}", soft_wrap=True, markup=False)
         return
-    title = " ".join(str(x) for x in (spec["benchmark"], spec.get("model")) if x)
+    title = printable(" ".join(str(x) for x in (spec["benchmark"], spec.get("model")) if x))
     with Progress(
         SpinnerColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         TaskProgressColumn(),
         TextColumn("{task.fields[tp]}", style="bold cyan"),
         TimeElapsedColumn(),
+        # Our own ETA (not rich's smoothed one): the number the TUI's run pane shows.
+        TextColumn("{task.fields[eta]}", markup=False),
         console=console,
         transient=True,  # the summary (or the one-line error) replaces the bar
     ) as progress:
-        task = progress.add_task(f"{title}: starting worker", total=None, tp="")
+        task = progress.add_task(f"{title}: starting worker", total=None, tp="", eta="")
         for event in run.events():
-            kind = event["event"]
-            if kind == "started":
-                env = event.get("env") or {}
-                where = env.get("device_name") or env.get("device") or spec.get("device")
-                title = f"{title} on {where}"
+            if isinstance(event, events.Started):
+                where = event.env.get("device_name") or event.env.get("device") \
+                    or spec.get("device")
+                title = f"{title} on {printable(where)}"
                 progress.update(task, description=f"{title}: loading")
-            elif kind == "warmup":
+            elif isinstance(event, events.Warmup):
                 progress.update(task, description=f"{title}: warm-up",
-                                total=event["of"], completed=event["step"])
-            elif kind == "progress":
-                if event.get("of"):
-                    total, done = float(event["of"]), float(event["step"])
-                elif event.get("duration_s"):
-                    total, done = float(event["duration_s"]), float(event["elapsed_s"])
+                                total=event.of, completed=event.step)
+            elif isinstance(event, events.Progress):
+                if event.of:
+                    total, done = float(event.of), float(event.step)
+                elif event.duration_s:
+                    total, done = float(event.duration_s), float(event.elapsed_s)
                 else:
-                    total, done = None, float(event["step"])
+                    total, done = None, float(event.step)
                 progress.update(task, description=title, total=total, completed=done,
-                                tp=f"{_num(event['throughput'])} {event['unit']}")
-            elif kind == "point":
-                progress.console.print(f"  {_point_text(event)}", markup=False)
-            elif kind == "result":
+                                tp=no_markup(f"{fmt_num(event.throughput)} {event.unit}"),
+                                eta=fmt_eta(remaining_s(event.step, event.of, event.elapsed_s,
+                                                        event.duration_s)))
+            elif isinstance(event, events.Point):
+                progress.console.print(f"  {event.text}", markup=False)
+            elif isinstance(event, events.ResultReady):
                 progress.update(task, description=f"{title}: done")
             if run.cancel_requested:
                 progress.update(task, description=f"{title}: cancelling")
-
-
-def _point_label(point: Mapping[str, Any]) -> str:
-    """"batch 8" once, even though sweep labels already say "batch 8"."""
-    label = str(point.get("label") or "")
-    batch = point.get("batch_size")
-    if batch and f"batch {batch}" not in label:
-        label = f"{label} batch {batch}".strip()
-    return label
-
-
-def _point_text(point: Mapping[str, Any]) -> str:
-    if point.get("ok", True):
-        value = f"{_num(point.get('throughput'))} {point.get('unit') or ''}".rstrip()
-    else:
-        value = str(point.get("error") or "failed")
-    return f"{_point_label(point)}: {value}"
-
-
-def _failure_line(doc: Mapping[str, Any], show_tail: bool = False) -> str:
-    error = doc.get("error") if isinstance(doc.get("error"), dict) else {}
-    kind = error.get("kind") or "error"
-    message = " ".join(str(error.get("message") or "benchmark failed").split())
-    if show_tail and kind == "crash" and error.get("stderr_tail"):
-        for line in error["stderr_tail"][-20:]:
-            print(f"  | {line}", file=sys.stderr)
-    if kind == "oom":
-        batch = error.get("batch_size") or doc.get("batch_size")
-        if "out of memory" in message.lower():
-            text = message
-        else:
-            text = f"out of memory at batch size {batch}: {message}" if batch else \
-                f"out of memory: {message}"
-        suggestion = error.get("suggestion") or (
-            f"try --batch-size {max(1, int(batch) // 2)}" if batch else None)
-        return f"{text}; {suggestion}" if suggestion else text
-    suffix = f" (result {doc.get('id')})" if doc.get("id") else ""
-    return f"{kind}: {message}{suffix}"
-
-
-# --------------------------------------------------------------------------- tables
-
-
-def _num(value: Any) -> str:
-    from gputui.bench.results import fmt_num
-
-    return fmt_num(value)
-
-
-def _when(iso: Any) -> str:
-    if not isinstance(iso, str) or not iso:
-        return "N/A"
-    try:
-        t = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return iso
-    return f"{t.astimezone():%Y-%m-%d %H:%M:%S}"
-
-
-_STATUS_STYLE = {"ok": "green", "cancelled": "yellow", "failed": "red"}
-
-
-def _profile_of(doc: Mapping[str, Any]) -> dict[str, Any]:
-    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
-    prof = extra.get("profile")
-    return prof if isinstance(prof, dict) else {}
-
-
-def print_summary(console: Console, doc: Mapping[str, Any]) -> None:
-    """The summary table, then (after --profile) the top ops and the trace's path."""
-    from rich.markup import escape
-
-    console.print(summary_table(doc))
-    profile = profile_table(doc)
-    if profile is not None:
-        console.print(profile)
-    trace = _profile_of(doc).get("trace_path")
-    if trace:
-        console.print(f"Chrome trace: {escape(str(trace))}", soft_wrap=True)
-        console.print("[dim]  (open it in https://ui.perfetto.dev or chrome://tracing)[/]")
-
-
-def profile_table(doc: Mapping[str, Any], top: int = 10) -> Table | None:
-    """The `--profile` pass's top ops (by self time), or None when there was none."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    prof = _profile_of(doc)
-    ops = [op for op in prof.get("top_ops") or [] if isinstance(op, dict)]
-    if not ops:
-        return None
-    device = any(op.get("self_device_ms") is not None for op in ops)
-    table = Table(title=f"top ops by self {'device' if device else 'CPU'} time "
-                  f"(profiler pass of {prof.get('steps')} steps, after the timed run)")
-    table.add_column("op")
-    table.add_column("calls", justify="right")
-    table.add_column("self CPU ms", justify="right")
-    table.add_column("total CPU ms", justify="right")
-    if device:
-        table.add_column("self device ms", justify="right")
-    for op in ops[:top]:
-        cells = [escape(str(op.get("name"))), str(op.get("count")), _num(op.get("self_cpu_ms")),
-                 _num(op.get("cpu_total_ms"))]
-        if device:
-            cells.append(_num(op.get("self_device_ms")))
-        table.add_row(*cells)
-    return table
-
-
-def summary_table(doc: Mapping[str, Any]) -> Table:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from gputui.bench import results
-
-    doc = results.normalise(doc)
-    status = str(doc.get("status"))
-    table = Table(title=f"{doc.get('benchmark')} — {doc.get('id')}", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value")
-
-    def row(name: str, value: Any) -> None:
-        table.add_row(name, value if isinstance(value, str) else str(value))
-
-    row("status", f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]")
-    error = doc.get("error")
-    if isinstance(error, dict) and error.get("message"):
-        row("error", f"{error.get('kind')}: {error.get('message')}")
-    row("benchmark", " ".join(str(x) for x in (doc.get("benchmark"), doc.get("model")) if x))
-    row("device", f"{doc.get('device_name') or 'N/A'} ({doc.get('device')})")
-    row("precision / batch", f"{doc.get('precision')} / {doc.get('batch_size')}")
-    tp = doc.get("throughput")
-    if isinstance(tp, dict):
-        row("throughput (median)", f"[bold]{results.fmt_throughput(doc)}[/]  "
-            f"p10 {_num(tp.get('p10'))}  p90 {_num(tp.get('p90'))}")
-    else:
-        row("throughput", "N/A")
-    lat = doc.get("latency_ms")
-    if isinstance(lat, dict):
-        row("latency (ms)", "  ".join(f"{k} {_num(lat.get(k))}" for k in
-                                      ("p50", "p90", "p99", "mean")))
-    st = doc.get("step_time_ms")
-    if isinstance(st, dict):
-        row("step time (ms)", "  ".join(f"{k} {_num(st.get(k))}" for k in ("p50", "p90", "p99")))
-    phases = doc.get("phases_ms")
-    if isinstance(phases, dict) and phases:
-        row("phases (ms/step)", "  ".join(f"{k} {_num(v)}" for k, v in phases.items()))
-    row("peak memory", results.fmt_bytes(doc.get("peak_memory_bytes")))
-    energy = doc.get("energy_j_per_sample")
-    row("energy / sample", "N/A" if energy is None else f"{_num(energy)} J")
-    power = doc.get("avg_power_w")
-    row("average power", "N/A" if power is None else f"{_num(power)} W")
-    episodes = doc.get("throttle_episodes") or []
-    if episodes:
-        words = "; ".join(
-            f"{e.get('reasons_text') or ','.join(e.get('reasons') or [])} "
-            f"({_num(e.get('duration_s'))} s)" for e in episodes if isinstance(e, dict))
-        row("throttling", f"[red]{len(episodes)} episode(s): {words}[/]")
-    else:
-        row("throttling", "none seen" if str(doc.get("device", "")).startswith("cuda")
-            else "N/A")
-    points = doc.get("points") or []
-    for p in points:
-        if isinstance(p, dict):
-            value = escape(f"{_num(p.get('throughput'))} {p.get('unit') or ''}") \
-                if p.get("ok", True) else f"[red]{escape(str(p.get('error') or 'failed'))}[/]"
-            row(f"  {escape(_point_label(p))}", value)
-    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
-    if doc.get("benchmark") == "batch-finder":
-        fits = extra.get("probes_fit")
-        probes = extra.get("probes", len(points))
-        row("largest batch that fits", str(extra.get("max_batch_fit") or "none")
-            + f"  (limit: {extra.get('limit') or 'N/A'})")
-        row("probes", f"{probes}" + (f" ({fits} fit, {extra.get('probes_failed')} failed)"
-                                     if fits is not None else ""))
-        row("timed steps / samples (all probes)", f"{doc.get('steps')} / {doc.get('samples')}")
-    elif doc.get("samples"):
-        row("timed steps / samples", f"{doc.get('steps')} / {doc.get('samples')}")
-    else:
-        row("timed steps", str(doc.get("steps")))
-    energy_extra = extra.get("energy") if isinstance(extra.get("energy"), dict) else {}
-    if energy_extra.get("note"):
-        row("energy note", escape(str(energy_extra["note"])))
-    dur = doc.get("duration_s")
-    row("started", f"{_when(doc.get('started_at'))}"
-        + (f"  ({_num(dur)} s)" if dur is not None else ""))
-    env = doc.get("env") or {}
-    if isinstance(env, dict) and env:
-        row("software", "  ".join(f"{k} {env[k]}" for k in ("torch", "cuda", "driver")
-                                  if env.get(k)))
-    return table
-
-
-# --------------------------------------------------------------------------- history/show
-
-
-def run_history(args: argparse.Namespace) -> int:
-    from gputui.bench import results
-
-    hist = results.history()
-    for warning in hist.warnings:
-        _warn(warning)
-    docs = hist.results[-args.limit:] if args.limit else hist.results
-    if args.json:
-        print(json.dumps([results.flat_row(d) for d in docs], indent=2, default=str))
-        return 0
-    console = _console()
-    if not docs:
-        console.print(f"no saved results in {results.results_dir()}")
-        return 0
-    from rich.table import Table
-
-    table = Table(title=f"benchmark results ({results.results_dir()})")
-    for col in ("id", "started", "benchmark", "model", "device", "precision", "batch",
-                "status", "throughput"):
-        table.add_column(col, no_wrap=col in ("id", "started"),
-                         justify="right" if col in ("batch", "throughput") else "left")
-    for d in docs:
-        status = str(d.get("status"))
-        table.add_row(
-            str(d.get("id")), _when(d.get("started_at")), str(d.get("benchmark")),
-            str(d.get("model") or "—"), str(d.get("device_name") or d.get("device")),
-            str(d.get("precision")), str(d.get("batch_size")),
-            f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]", results.fmt_throughput(d),
-        )
-    console.print(table)
-    return 0
-
-
-def run_show(args: argparse.Namespace) -> int:
-    from gputui.bench import results
-
-    doc = results.load(args.id)
-    if args.json:
-        sys.stdout.write(results.dumps(doc))
-        return 0
-    print_summary(_console(), doc)
-    return 0
-
-
-# --------------------------------------------------------------------------- compare
-
-
-def run_compare(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from gputui.bench import results
-
-    a, b = results.load(args.a), results.load(args.b)
-    cmp = results.compare(a, b)
-    if args.json:
-        print(json.dumps(cmp.to_dict(), indent=2, default=str))
-        return 0
-    console = _console()
-    metrics = Table(title=f"A = {a['id']}   B = {b['id']}")
-    metrics.add_column("metric", style="bold")
-    metrics.add_column("A", justify="right")
-    metrics.add_column("B", justify="right")
-    metrics.add_column("B/A", justify="right")
-    for m in cmp.metrics:
-        if m.a is None and m.b is None:
-            continue
-        fmt = results.fmt_bytes if m.unit == "bytes" else (lambda v, u=m.unit: f"{_num(v)} {u}"
-                                                          if v is not None else "N/A")
-        ratio = results.fmt_ratio(m.ratio)
-        style = {"b": "green", "a": "red"}.get(m.better or "", "")
-        metrics.add_row(m.name, fmt(m.a), fmt(m.b), f"[{style}]{ratio}[/]" if style else ratio)
-    console.print(metrics)
-    settings = Table(title="settings (differences highlighted)")
-    settings.add_column("setting", style="bold")
-    settings.add_column("A")
-    settings.add_column("B")
-    for s in cmp.settings:
-        style = "bold yellow" if s.differs else "dim"
-        settings.add_row(s.name, _plain(s.a), _plain(s.b), style=style)
-    console.print(settings)
-    differing = [s.name for s in cmp.settings if s.differs]
-    if differing:
-        console.print(f"[yellow]settings differ: {', '.join(differing)}[/]")
-    return 0
-
-
-def _plain(value: Any) -> str:
-    from rich.markup import escape
-
-    if value is None:
-        return "—"
-    if isinstance(value, dict | list):
-        return escape(json.dumps(value, default=str))
-    return escape(str(value))
-
-
-# --------------------------------------------------------------------------- export
-
-
-def run_export(args: argparse.Namespace) -> int:
-    from gputui.bench import results
-
-    if args.ids:
-        docs = [results.load(i) for i in args.ids]
-    else:
-        hist = results.history()
-        for warning in hist.warnings:
-            _warn(warning)
-        docs = hist.results
-    text = results.export_csv(docs) if args.format == "csv" else results.export_markdown(docs)
-    if args.output is not None:
-        results.write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
-    return 0

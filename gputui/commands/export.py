@@ -17,7 +17,7 @@ from gputui.errors import GputuiError, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from gputui.cli import interval_seconds
+    from gputui.commands.argtypes import interval_seconds
 
     p = sub.add_parser(
         "export", help="serve Prometheus metrics (dcgm-exporter names) on /metrics",
@@ -37,15 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client.registry import CollectorRegistry
 
-    from gputui.fleet.exporter import (
-        BindError,
-        ListenAddressError,
-        MetricsServer,
-        SnapshotCollector,
-        ThrottleAccounting,
-        check_local,
-        parse_listen,
-    )
+    from gputui.fleet.exporter import SnapshotCollector, ThrottleAccounting
+    from gputui.fleet.listen import ListenAddressError, check_local, parse_listen
+    from gputui.fleet.metrics_server import BindError, MetricsServer
     from gputui.telemetry.sampler import Sampler
 
     try:
@@ -70,7 +64,12 @@ def run(args: argparse.Namespace) -> int:
     sampler = None
     serve: threading.Thread | None = None
     try:
-        sampler = Sampler.open(interval=args.interval)
+        # Devices are opened and read on their own threads with a deadline: a GPU hung
+        # at start or mid-run is served as stale while the others (and /metrics, and
+        # the signal handlers) go on. A driver hung in init gives up on SIGTERM/SIGINT.
+        sampler = Sampler.open(interval=args.interval, cancel=stop)
+        if stop.is_set():
+            return 0
         if sampler.nvml_error:
             print(f"gputui: no GPU data, serving host metrics only: {sampler.nvml_error}",
                   file=sys.stderr)

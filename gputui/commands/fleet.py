@@ -4,7 +4,7 @@ Exit codes with --once: 0 when at least one host could be read (the output says
 which others are down or broken); 1 when no host could be read successfully (every
 target down or serving something that is not a metrics page, the Prometheus server
 unreachable, or Prometheus knowing no readable GPU host); 2 for a malformed target
-or URL. The live view exits 0.
+or URL. The live view exits 0 (143 after SIGTERM, once it has restored the terminal).
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 from gputui.errors import UsageError
 from gputui.fleet.model import FleetSnapshot, HostState
+from gputui.safe_text import printable
 
 if TYPE_CHECKING:
-    from gputui.fleet.scrape import Poller
+    from gputui.fleet.poller import Poller
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from gputui.cli import interval_seconds, positive_float
+    from gputui.commands.argtypes import interval_seconds, positive_float
 
     p = sub.add_parser(
         "fleet", help="watch many hosts' GPUs (gputui or dcgm-exporter endpoints)",
@@ -49,13 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def make_poller(args: argparse.Namespace) -> Poller:
-    from gputui.fleet.scrape import (
-        FleetPoller,
-        PrometheusPoller,
-        TargetError,
-        parse_prometheus_url,
-        parse_target,
-    )
+    from gputui.fleet.errors import TargetError
+    from gputui.fleet.poller import FleetPoller
+    from gputui.fleet.prometheus import PrometheusPoller
+    from gputui.fleet.targets import parse_prometheus_url, parse_target
 
     try:
         if args.prometheus:
@@ -88,13 +86,19 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print_table(snap)
             problem = once_failure(snap)
-            if problem:
-                print(f"gputui: {problem}", file=sys.stderr)
+            if problem:  # may quote the Prometheus server: shown escaped
+                print(f"gputui: {printable(problem)}", file=sys.stderr)
             return 1 if problem else 0
         from gputui.ui.fleet_app import FleetApp
+        from gputui.ui.terminal_watch import exit_on_sigterm
 
-        FleetApp(poller, interval=args.interval).run()
-        return 0
+        app = FleetApp(poller, interval=args.interval)
+        undo = exit_on_sigterm(app)  # SIGTERM: closed like `q` (terminal restored), 143
+        try:
+            app.run()
+        finally:
+            undo()
+        return app.return_code or 0
     finally:
         poller.close()
 
@@ -117,17 +121,19 @@ def once_failure(snap: FleetSnapshot) -> str | None:
 def print_table(snap: FleetSnapshot) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    from gputui.fleet.view import host_rows
+    from gputui.fleet.view import alert_text, host_rows
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("HOST", "GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "STATE"):
+    for col in ("HOST", "GPU", "MODEL", "UTIL", "SM_ACTIVE", "MEMORY", "POWER", "TEMP",
+                "STATE"):
         table.add_column(col, no_wrap=col != "STATE")
     for row in host_rows(snap, live=False):
-        table.add_row(*row.cells)
+        table.add_row(*(Text(c) for c in row.cells))  # text from the hosts: never markup
     console = Console(highlight=False, width=max(120, Console().width))
     console.print(table)
     alerts = snap.alerts()
     console.print(f"\n{len(alerts)} alert(s)" + (":" if alerts else ""))
     for a in alerts:
-        console.print(f"  [{a.severity}] {a.text}", markup=False)
+        console.print(f"  [{a.severity}] {alert_text(a)}", markup=False)

@@ -12,7 +12,7 @@ MAX_SPEED = 64.0
 
 
 def _speed(text: str) -> float:
-    from gputui.cli import positive_float
+    from gputui.commands.argtypes import positive_float
 
     value = positive_float(text)
     if not MIN_SPEED <= value <= MAX_SPEED:
@@ -43,5 +43,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in rec.warnings:
         print(f"gputui: warning: {warning}", file=sys.stderr)
     from gputui.ui.app import run_app
+    from gputui.ui.themes import require_theme
 
+    require_theme(args.theme)
     return run_app(AppOptions(replay=rec, replay_speed=args.speed, theme=args.theme))

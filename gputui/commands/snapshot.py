@@ -13,6 +13,8 @@ from gputui.telemetry.schema import snapshot_to_dict
 
 # psutil's CPU % is a delta: wait this long after priming so it means something.
 CPU_SETTLE_S = 0.25
+# How long one reading waits for each GPU before reporting it as not answering.
+READ_TIMEOUT_S = 2.0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,10 +30,13 @@ def take_snapshot() -> Snapshot:
 
     started = time.monotonic()
     # One reading: every field is due, slow ones too (violation time needs two reads).
-    sampler = Sampler.open(interval=1.0, process_every=1, slow_every=1)
+    # Each GPU is read on its own thread with a deadline: a hung one is reported as not
+    # answering, and Ctrl-C/SIGTERM still end the command at once.
+    sampler = Sampler.open(interval=1.0, process_every=1, slow_every=1,
+                           read_timeout_s=READ_TIMEOUT_S)
     try:
         if sampler.nvml is not None:
-            sampler.nvml.read()  # primes counters that are deltas (violation time)
+            sampler.read()  # primes counters that are deltas (violation time)
         time.sleep(max(0.0, CPU_SETTLE_S - (time.monotonic() - started)))
         return sampler.read()
     finally:

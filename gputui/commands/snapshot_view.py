@@ -9,11 +9,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from gputui.safe_text import printable
 from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.telemetry.throttle import is_throttling, state_words
 from gputui.telemetry.units import (
     NA,
     fmt_bytes,
+    fmt_duration,
     fmt_j,
     fmt_mhz,
     fmt_pct,
@@ -21,6 +23,12 @@ from gputui.telemetry.units import (
     fmt_temp,
     fmt_w,
 )
+
+
+def _t(value: object, style: str = "") -> Text:
+    """Text from outside gputui (driver, process table, hostname): control characters
+    escaped, and a Text, so Rich never reads it as markup."""
+    return Text(printable(value), style=style)
 
 
 def _of(a: str, b: str) -> str:
@@ -45,9 +53,28 @@ def _pcie(g: GpuSample) -> str:
     return f"Gen{gen} x{width}{cap}"
 
 
+def _throttled(g: GpuSample) -> Text:
+    """The throttled flag as the JSON's `throttling` has it: yes / no / N/A (unknown)."""
+    if g.throttle_mask is None:
+        return _t(NA)
+    return _t("⚠ yes", "bold red") if is_throttling(g.throttle_mask) else _t("no")
+
+
+def _stale_words(g: GpuSample) -> str:
+    age = fmt_duration(g.stale_s or 0.0)
+    if g.error:
+        return f"not answering for {age} (driver call hung); no values"
+    return f"STALE: not answering for {age}; values are the last good reading"
+
+
 # Below this many columns the two wide GPU tables cannot show every column: use one
 # card per GPU instead (nvidia-smi -q style), so a narrow terminal loses nothing.
 WIDE_MIN_COLUMNS = 150
+
+
+def _card(grid: Table, title: Text) -> Panel:
+    # Every card as wide as the terminal: cards sized to their content had uneven edges.
+    return Panel(grid, title=title, title_align="left", expand=True)
 
 
 def _gpu_card(g: GpuSample) -> RenderableType:
@@ -55,11 +82,15 @@ def _gpu_card(g: GpuSample) -> RenderableType:
     for _ in range(2):
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column(overflow="fold")
-    title = f"GPU {g.index} · {g.info.name} · {g.info.pci_bus_id}"
-    if g.lost or g.error:
+    title = _t(f"GPU {g.index} · {g.info.name} · {g.info.pci_bus_id}")
+    if g.lost or (g.error and not g.stale):
         why = "GPU is lost" if g.lost else f"unavailable: {g.error}"
-        grid.add_row(Text(why, style="bold red"), "", "", "")
-        return Panel(grid, title=title, title_align="left", expand=False)
+        grid.add_row(_t(why, "bold red"), "", "", "")
+        return _card(grid, title)
+    if g.stale:
+        grid.add_row(_t(_stale_words(g), "bold red"), "", "", "")
+        if g.error:  # never answered: there are no values to show
+            return _card(grid, title)
     rows = [
         ("Util", fmt_pct(g.util_gpu_pct), "Mem-Ctl", fmt_pct(g.util_mem_pct)),
         ("Memory", _of(fmt_bytes(g.mem_used_bytes, unit="MiB"),
@@ -76,44 +107,51 @@ def _gpu_card(g: GpuSample) -> RenderableType:
     for row in rows:
         grid.add_row(*row)
     words = state_words(g.throttle_mask)
+    grid.add_row("Throttled", _throttled(g), "", "")
     grid.add_row("Clocks events", Text(words, style="bold red" if is_throttling(
         g.throttle_mask) else ""), "", "")
-    return Panel(grid, title=title, title_align="left", expand=False)
+    return _card(grid, title)
 
 
 def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[RenderableType]:
     sysinfo = s.system
     head = Text()
-    head.append(f"{s.host.hostname}  ", style="bold")
+    head.append(f"{printable(s.host.hostname)}  ", style="bold")
     head.append(f"{s.time.astimezone():%Y-%m-%d %H:%M:%S %Z}  ")
-    head.append(f"Driver {sysinfo.driver_version or NA}  NVML {sysinfo.nvml_version or NA}  "
-                f"CUDA {sysinfo.cuda_driver_version or NA}")
+    head.append(printable(f"Driver {sysinfo.driver_version or NA}  NVML "
+                          f"{sysinfo.nvml_version or NA}  CUDA "
+                          f"{sysinfo.cuda_driver_version or NA}"))
     yield head
     if s.nvml_error:
-        yield Text(f"No GPU data: {s.nvml_error}", style="bold yellow")
+        yield _t(f"No GPU data: {s.nvml_error}", "bold yellow")
     if s.gpus and width < WIDE_MIN_COLUMNS:
         for g in s.gpus:
             yield _gpu_card(g)
     elif s.gpus:
         main = Table(title="GPUs", title_justify="left", expand=False, pad_edge=False)
         for col in ("GPU", "Name", "Bus-Id", "Util", "Mem-Ctl", "Memory used / total",
-                    "Power / limit", "Temp", "Fan", "SM clock / max", "Perf"):
+                    "Power / limit", "Temp", "Fan", "SM clock / max", "Perf", "Throttled"):
             main.add_column(col, no_wrap=col not in ("Name",), overflow="fold")
         more = Table(title="Links, counters and clock events", title_justify="left",
                      pad_edge=False)
+        stale_notes: list[Text] = []
         for col in ("GPU", "Mem clock / max", "PCIe link", "PCIe RX", "PCIe TX",
                     "Energy", "ECC uncorr.", "Clocks event reasons"):
             more.add_column(col, overflow="fold")
         for g in s.gpus:
             idx = str(g.index)
             if g.lost or g.error:
-                why = "GPU is lost" if g.lost else f"unavailable: {g.error}"
-                main.add_row(idx, g.info.name, g.info.pci_bus_id,
-                             Text(why, style="bold red"), *[""] * 7)
+                why = ("GPU is lost" if g.lost else _stale_words(g) if g.stale
+                       else f"unavailable: {g.error}")
+                main.add_row(idx, _t(g.info.name), _t(g.info.pci_bus_id),
+                             _t(why, "bold red"), *[""] * 8)
                 more.add_row(idx, *[""] * 7)
                 continue
+            if g.stale:
+                idx += " STALE"  # last good values, not current ones (see the note below)
+                stale_notes.append(_t(f"GPU {g.index}: {_stale_words(g)}", "bold red"))
             main.add_row(
-                idx, g.info.name, g.info.pci_bus_id,
+                idx, _t(g.info.name), _t(g.info.pci_bus_id),
                 fmt_pct(g.util_gpu_pct), fmt_pct(g.util_mem_pct),
                 _of(fmt_bytes(g.mem_used_bytes, unit="MiB"),
                     fmt_bytes(g.mem_total_bytes, unit="MiB")),
@@ -121,6 +159,7 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
                 _temp(g), fmt_pct(g.fan_pct),
                 _of(fmt_mhz(g.clock_sm_mhz), fmt_mhz(g.info.clock_sm_max_mhz)),
                 NA if g.pstate is None else f"P{g.pstate}",
+                _throttled(g),
             )
             words = state_words(g.throttle_mask)
             more.add_row(
@@ -132,6 +171,7 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
             )
         yield main
         yield more
+        yield from stale_notes
     elif not s.nvml_error:
         yield Text("No NVIDIA GPUs found.")
     h = s.host
@@ -151,9 +191,10 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
     for col in ("GPU", "PID", "User", "GPU memory", "Command"):
         procs.add_column(col, overflow="fold")
     for p in sorted(s.processes, key=lambda p: (p.gpu_index, p.pid)):
-        procs.add_row(str(p.gpu_index), str(p.pid), p.user or NA,
+        # User names and command lines are anyone's (argv is set by the process itself).
+        procs.add_row(str(p.gpu_index), str(p.pid), _t(p.user or NA),
                       fmt_bytes(p.gpu_mem_bytes, unit="MiB") if p.gpu_mem_bytes is not None
-                      else NA, p.command or NA)
+                      else NA, _t(p.command or NA))
     if not s.processes:
         procs.add_row("", "", "", "", "no processes")
     yield procs

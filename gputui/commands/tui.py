@@ -6,7 +6,7 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gputui.cli import interval_seconds
+    from gputui.commands.argtypes import interval_seconds
 
     parser.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
                         help="seconds between readings (default 1, minimum 0.1)")
@@ -17,7 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gputui.ui.options import AppOptions
+    from gputui.ui.themes import require_theme
 
+    require_theme(args.theme)  # a typo is one line and exit 2, not a silent default
     options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record)
     # Imported here, not at the top: `gputui --help` and the subcommands never load textual.
     from gputui.ui.app import run_app

@@ -22,12 +22,16 @@ CSV_COLUMNS = [
     "time", "gpu", "name", "util_gpu_pct", "util_mem_pct", "mem_used_bytes", "mem_total_bytes",
     "power_w", "power_limit_w", "temp_c", "fan_pct", "clock_sm_mhz", "clock_mem_mhz", "pstate",
     "pcie_rx_bps", "pcie_tx_bps", "energy_j", "throttling", "throttle_reasons", "lost",
-    "host_cpu_pct", "host_mem_used_bytes",
+    "host_cpu_pct", "host_mem_used_bytes", "stale", "stale_s",
+    # GPM profiling metrics (gputui.telemetry.gpm); empty where the GPU has none.
+    "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct",
+    "fp64_active_pct", "fp32_active_pct", "fp16_active_pct", "gpm_pcie_tx_bps",
+    "gpm_pcie_rx_bps", "nvlink_tx_bps", "nvlink_rx_bps",
 ]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from gputui.cli import interval_seconds, positive_int
+    from gputui.commands.argtypes import interval_seconds, positive_int
 
     p = sub.add_parser("watch", help="stream one row per GPU per tick (table, CSV or JSON lines)",
                        description="Stream one row per GPU per tick, flushed every tick, "
@@ -49,7 +53,7 @@ def _row(snap: Snapshot, g: GpuSample | None) -> dict[str, object]:
     if g is None:
         return base
     base.update({k: v for k, v in gpu_to_dict(g).items() if k in base})
-    base.update(gpu=g.index, name=g.info.name, lost=g.lost,
+    base.update(gpu=g.index, name=g.info.name, lost=g.lost, stale=g.stale, stale_s=g.stale_s,
                 throttle_reasons=reason_keys(g.throttle_mask) if g.throttle_mask is not None
                 else None)
     return base
@@ -74,16 +78,20 @@ def _table_line(row: dict[str, object]) -> str:
         return f"{t:<8} {'-':>3}  (no GPU data) host cpu {_num(row['host_cpu_pct'])}%"
     if row["lost"]:
         return f"{t:<8} {row['gpu']:>3}  GPU is lost"
+    if row["stale"] and row["util_gpu_pct"] is None and row["temp_c"] is None:
+        return f"{t:<8} {row['gpu']:>3}  not answering for {_num(row['stale_s'])}s"
     mib = None if row["mem_used_bytes"] is None else row["mem_used_bytes"] / 2**20  # type: ignore[operator]
     rx = None if row["pcie_rx_bps"] is None else row["pcie_rx_bps"] / 1e6  # type: ignore[operator]
     tx = None if row["pcie_tx_bps"] is None else row["pcie_tx_bps"] / 1e6  # type: ignore[operator]
     reasons = row["throttle_reasons"]
     thr = "-" if reasons is None else ",".join(reasons) or "none"  # type: ignore[arg-type]
+    # Old values of a GPU that did not answer this tick: said so on the row.
+    stale = f"  STALE {_num(row['stale_s'])}s" if row["stale"] else ""
     return (f"{t:<8} {row['gpu']:>3} {_num(row['util_gpu_pct']):>4} {_num(row['util_mem_pct']):>4} "
             f"{_num(mib):>8} {_num(row['power_w'], '{:.1f}'):>6} {_num(row['temp_c']):>4} "
             f"{_num(row['fan_pct']):>4} {_num(row['clock_sm_mhz']):>6} "
             f"{_num(row['clock_mem_mhz']):>6} {_num(rx, '{:.1f}'):>8} {_num(tx, '{:.1f}'):>8} "
-            f"{thr}")
+            f"{thr}{stale}")
 
 
 def _csv_line(row: dict[str, object]) -> str:
@@ -124,9 +132,16 @@ def run(args: argparse.Namespace) -> int:
         if header:
             out.write(TABLE_HEADER + "\n")
     out.flush()
+    # The sampler keeps no history (nothing here draws one); each GPU is read on its own
+    # thread with a deadline, so a hung GPU is printed as stale and the others go on.
     sampler = Sampler.open(interval=args.interval)
     if sampler.nvml_error:
         print(f"gputui: no GPU data: {sampler.nvml_error}", file=sys.stderr)
+    # The host's CPU % is a delta since the sampler opened: give the first row a window
+    # long enough to be a reading (HostSource reports none rather than a made-up 0 %).
+    from gputui.telemetry.host import MIN_CPU_WINDOW_S
+
+    time.sleep(MIN_CPU_WINDOW_S)
     ticks = 0
     next_at = time.monotonic()
     try:

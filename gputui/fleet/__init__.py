@@ -1,7 +1,9 @@
 """Fleet: a Prometheus exporter for one machine and a view over many.
 
-`exporter` serves the latest Snapshot as dcgm-exporter-compatible metrics;
-`scrape` reads such pages (or a Prometheus server) back into `model` records
-that the headless CLI and the Textual view in `gputui.ui.fleet_app` show.
-Nothing in this package imports textual.
+Exporter side: `exporter` (the collector: the latest Snapshot under dcgm-exporter's
+names), `exposition` (text format), `metrics_server` (HTTP), `listen` (--listen).
+Reader side: `targets`, `fetch`, `page`, `readings`, `scrape`, `poller`, `prometheus`,
+turning pages (or a Prometheus server) into `model` records that `view`, the headless
+CLI and the Textual view in `gputui.ui.fleet_app` show. `metric_names` and `hostport`
+are shared by both sides. Nothing in this package imports textual.
 """

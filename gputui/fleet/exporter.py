@@ -1,216 +1,110 @@
-"""`gputui export`: the latest Snapshot as Prometheus metrics, named as dcgm-exporter names them.
+"""`gputui export`'s metrics: the latest Snapshot under the names dcgm-exporter uses.
 
-The HTTP handler never calls NVML: a running Sampler reads the GPUs on its own
-thread at a fixed interval, and a scrape only formats the latest immutable
-Snapshot plus counters accumulated from the ticks. Existing Grafana dashboards
-written for NVIDIA's dcgm-exporter work unchanged because the names, units and
-labels (`gpu`, `UUID`, `device`, `modelName`, `Hostname`, `pci_bus_id`) match.
+A scrape never calls NVML: a running Sampler reads the GPUs on its own thread at a
+fixed interval, and the collector only formats the latest immutable Snapshot plus
+counters accumulated from the ticks. Existing Grafana dashboards written for NVIDIA's
+dcgm-exporter work unchanged because the names, units and labels (`gpu`, `UUID`,
+`device`, `modelName`, `Hostname`, `pci_bus_id`) match (`metric_names`). A GPU whose
+reader did not answer in time (stale) or a sampler that stopped ticking is never
+served as current: its DCGM values are left out and `gputui_gpu_stale` says so.
+Serving is `metrics_server`; the --listen address is `listen`.
 """
 
 from __future__ import annotations
 
-import errno
-import ipaddress
-import socket
-import socketserver
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector, CollectorRegistry
-from prometheus_client.utils import floatToGoString
+from prometheus_client.registry import Collector
 
+from gputui.fleet import metric_names as mn
 from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.telemetry.throttle import REASONS, THROTTLE_MASK, is_throttling
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 9400  # dcgm-exporter's port: dashboards and scrape configs expect it
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-MIB = 1024 * 1024
-
-GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id")
+GPU_LABELS = mn.GPU_LABELS
 THROTTLING_REASONS = tuple(r for r in REASONS if r.throttling)
-
-
-# --- --listen parsing ------------------------------------------------------------------
-
-
-class ListenAddressError(ValueError):
-    """A --listen value that is not HOST:PORT (a usage error, exit 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ListenAddress:
-    host: str  # an IP literal; "" never appears (all interfaces is "0.0.0.0")
-    port: int
-
-    @property
-    def family(self) -> socket.AddressFamily:
-        return socket.AF_INET6 if ":" in self.host else socket.AF_INET
-
-    def url(self, port: int | None = None) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port if port is None else port}/metrics"
-
-
-def parse_listen(text: str) -> ListenAddress:
-    """`127.0.0.1:9400`, `[::1]:9400`, `localhost:9400`, `:9400` (all interfaces) or `9400`.
-
-    Only IP literals and `localhost` are accepted as hosts: an exporter binds to an
-    address of this machine, and resolving other names could block on DNS.
-    """
-    raw = text.strip()
-    if not raw:
-        raise ListenAddressError("empty --listen address (expected HOST:PORT)")
-    if raw.isdigit():
-        host, port_text = DEFAULT_HOST, raw
-    elif raw.startswith("["):
-        close = raw.find("]")
-        if close < 0 or raw[close + 1:close + 2] != ":":
-            raise ListenAddressError(f"not HOST:PORT: {text!r} (IPv6 looks like [::1]:9400)")
-        host, port_text = raw[1:close], raw[close + 2:]
-    else:
-        host, sep, port_text = raw.rpartition(":")
-        if not sep:
-            raise ListenAddressError(f"not HOST:PORT: {text!r}")
-        if ":" in host:
-            raise ListenAddressError(f"not HOST:PORT: {text!r} (write IPv6 as [::1]:9400)")
-        if host in ("", "*"):
-            host = "0.0.0.0"
-    if host == "localhost":
-        host = DEFAULT_HOST
-    try:
-        host = str(ipaddress.ip_address(host))
-    except ValueError:
-        raise ListenAddressError(
-            f"not an IP address: {host!r} in {text!r} (use e.g. 127.0.0.1:9400)") from None
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ListenAddressError(f"not a port number (0-65535): {port_text!r} in {text!r}")
-    return ListenAddress(host, int(port_text))
-
-
-def machine_addresses() -> set[str] | None:
-    """This machine's interface addresses (zones stripped), or None if they cannot be read."""
-    try:
-        import psutil
-
-        found = psutil.net_if_addrs()
-    except Exception:  # no psutil support here: leave the verdict to bind()
-        return None
-    out: set[str] = set()
-    for addrs in found.values():
-        for a in addrs:
-            if a.family in (socket.AF_INET, socket.AF_INET6):
-                try:
-                    out.add(str(ipaddress.ip_address(a.address.split("%", 1)[0])))
-                except ValueError:
-                    continue
-    return out
-
-
-def check_local(addr: ListenAddress, local: Iterable[str] | None = None) -> None:
-    """ListenAddressError unless `addr` can be served from this machine.
-
-    Checked before binding: a foreign address is bad usage, and the kernel's answer for
-    some (EINVAL for a link-local IPv6 without a zone) would otherwise read as a runtime
-    failure. `local`: this machine's addresses (default: read from the interfaces).
-    """
-    ip = ipaddress.ip_address(addr.host)
-    where = addr.url().removeprefix("http://").removesuffix("/metrics")
-    if ip.is_unspecified or ip.is_loopback:
-        return
-    if isinstance(ip, ipaddress.IPv6Address) and ip.is_link_local and not ip.scope_id:
-        raise ListenAddressError(
-            f"cannot listen on {where}: a link-local IPv6 address needs a zone "
-            f"(e.g. [{ip}%eth0]:{addr.port}) and must be one of this machine's")
-    known = machine_addresses() if local is None else set(local)
-    if known is None:
-        return
-    plain = str(ip).split("%", 1)[0]
-    if plain not in {str(ipaddress.ip_address(a.split("%", 1)[0])) for a in known}:
-        raise ListenAddressError(f"cannot listen on {where}: not an address of this machine")
 
 
 # --- the collector ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Dcgm:
-    name: str
-    typ: str  # "gauge" or "counter", as in dcgm-exporter's counters CSV
-    help: str
-    get: Callable[[GpuSample], float | None]
-
-
-def _mib(n: int | None) -> int | None:
-    # DCGM reports framebuffer sizes as whole MiB.
-    return None if n is None else n // MIB
+def _fb_total(g: GpuSample) -> int | None:
+    return g.mem_total_bytes if g.mem_total_bytes is not None else g.info.mem_total_bytes
 
 
 def _fb_free(g: GpuSample) -> int | None:
-    total = g.mem_total_bytes if g.mem_total_bytes is not None else g.info.mem_total_bytes
+    total = _fb_total(g)
     if total is None or g.mem_used_bytes is None:
         return None
-    # GpuSample carries no reserved figure, so "free" here includes driver-reserved memory.
-    return _mib(max(0, total - g.mem_used_bytes))
+    # As NVML's memory info v2: what is neither used nor held by the driver.
+    return max(0, total - g.mem_used_bytes - (g.mem_reserved_bytes or 0))
 
 
-def _mj(j: float | None) -> int | None:
-    return None if j is None else round(j * 1000)
+@dataclass(frozen=True, slots=True)
+class DcgmValue:
+    """Which GpuSample reading (in gputui's units) a DCGM field is served from."""
+
+    field: mn.DcgmField
+    get: Callable[[GpuSample], float | None]
+
+    def value(self, g: GpuSample) -> float | None:
+        v = self.get(g)
+        return None if v is None else float(self.field.unit.to_dcgm(v))
 
 
-def _kib(bps: float | None) -> float | None:
-    return None if bps is None else bps / 1024
-
-
-DCGM_METRICS: tuple[_Dcgm, ...] = (
-    _Dcgm("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", lambda g: g.util_gpu_pct),
-    _Dcgm("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
-          lambda g: g.util_mem_pct),
-    _Dcgm("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-          lambda g: _mib(g.mem_used_bytes)),
-    _Dcgm("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", _fb_free),
-    _Dcgm("DCGM_FI_DEV_FB_TOTAL", "gauge", "Framebuffer memory total (in MiB).",
-          lambda g: _mib(g.mem_total_bytes if g.mem_total_bytes is not None
-                         else g.info.mem_total_bytes)),
-    _Dcgm("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", lambda g: g.power_w),
-    _Dcgm("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Enforced power limit (in W).",
-          lambda g: g.power_limit_w),
-    _Dcgm("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-          "Total energy consumption since boot (in mJ).", lambda g: _mj(g.energy_j)),
-    _Dcgm("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", lambda g: g.temp_c),
-    _Dcgm("DCGM_FI_DEV_SLOWDOWN_TEMP", "gauge", "Slowdown temperature threshold (in C).",
-          lambda g: g.info.temp_slowdown_c),
-    _Dcgm("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
-          lambda g: g.clock_sm_mhz),
-    _Dcgm("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
-          lambda g: g.clock_mem_mhz),
-    _Dcgm("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
-          "Current clock throttle reasons (bitmask of nvmlClocksEventReasons).",
-          lambda g: g.throttle_mask),
-    _Dcgm("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed (in %).", lambda g: g.fan_pct),
-    _Dcgm("DCGM_FI_DEV_PSTATE", "gauge", "Performance state (0 fastest).", lambda g: g.pstate),
-    # dcgm-exporter's CSV declares these two "counter", but NVML (and DCGM) give a rate in
-    # KB/s sampled over ~20 ms; a counter type would make rate() nonsense, so: gauge.
-    _Dcgm("DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe TX throughput (in KB/s) via NVML.",
-          lambda g: _kib(g.pcie_tx_bps)),
-    _Dcgm("DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe RX throughput (in KB/s) via NVML.",
-          lambda g: _kib(g.pcie_rx_bps)),
-    _Dcgm("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "Current PCIe link generation.",
-          lambda g: g.pcie_gen),
-    _Dcgm("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "Current PCIe link width (lanes).",
-          lambda g: g.pcie_width),
-    _Dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
-          "Total number of double-bit volatile ECC errors.", lambda g: g.ecc_uncorrected),
+DCGM_VALUES: tuple[DcgmValue, ...] = (
+    DcgmValue(mn.GPU_UTIL, lambda g: g.util_gpu_pct),
+    DcgmValue(mn.MEM_COPY_UTIL, lambda g: g.util_mem_pct),
+    DcgmValue(mn.FB_USED, lambda g: g.mem_used_bytes),
+    DcgmValue(mn.FB_FREE, _fb_free),
+    DcgmValue(mn.FB_TOTAL, _fb_total),
+    DcgmValue(mn.FB_RESERVED, lambda g: g.mem_reserved_bytes),
+    DcgmValue(mn.POWER_USAGE, lambda g: g.power_w),
+    DcgmValue(mn.ENFORCED_POWER_LIMIT, lambda g: g.power_limit_w),
+    DcgmValue(mn.TOTAL_ENERGY_CONSUMPTION, lambda g: g.energy_j),
+    DcgmValue(mn.GPU_TEMP, lambda g: g.temp_c),
+    DcgmValue(mn.MEMORY_TEMP, lambda g: g.mem_temp_c),
+    DcgmValue(mn.SLOWDOWN_TEMP, lambda g: g.info.temp_slowdown_c),
+    DcgmValue(mn.SM_CLOCK, lambda g: g.clock_sm_mhz),
+    DcgmValue(mn.MEM_CLOCK, lambda g: g.clock_mem_mhz),
+    DcgmValue(mn.CLOCK_THROTTLE_REASONS, lambda g: g.throttle_mask),
+    DcgmValue(mn.FAN_SPEED, lambda g: g.fan_pct),
+    DcgmValue(mn.PSTATE, lambda g: g.pstate),
+    DcgmValue(mn.PCIE_TX_THROUGHPUT, lambda g: g.pcie_tx_bps),
+    DcgmValue(mn.PCIE_RX_THROUGHPUT, lambda g: g.pcie_rx_bps),
+    DcgmValue(mn.PCIE_LINK_GEN, lambda g: g.pcie_gen),
+    DcgmValue(mn.PCIE_LINK_WIDTH, lambda g: g.pcie_width),
+    DcgmValue(mn.ECC_DBE_VOL_TOTAL, lambda g: g.ecc_uncorrected),
+    DcgmValue(mn.ENC_UTIL, lambda g: g.enc_util_pct),
+    DcgmValue(mn.DEC_UTIL, lambda g: g.dec_util_pct),
+    DcgmValue(mn.PCIE_REPLAY_COUNTER, lambda g: g.pcie_replay_count),
+    DcgmValue(mn.CORRECTABLE_REMAPPED_ROWS, lambda g: g.remap_correctable_rows),
+    DcgmValue(mn.UNCORRECTABLE_REMAPPED_ROWS, lambda g: g.remap_uncorrectable_rows),
+    DcgmValue(mn.ROW_REMAP_FAILURE, lambda g: g.remap_failure),
+    DcgmValue(mn.RETIRED_SBE, lambda g: g.retired_pages_sbe),
+    DcgmValue(mn.RETIRED_DBE, lambda g: g.retired_pages_dbe),
+    DcgmValue(mn.RETIRED_PENDING, lambda g: g.retired_pages_pending),
+    DcgmValue(mn.PROF_GR_ENGINE_ACTIVE, lambda g: g.gr_engine_active_pct),
+    DcgmValue(mn.PROF_SM_ACTIVE, lambda g: g.sm_active_pct),
+    DcgmValue(mn.PROF_SM_OCCUPANCY, lambda g: g.sm_occupancy_pct),
+    DcgmValue(mn.PROF_PIPE_TENSOR_ACTIVE, lambda g: g.tensor_active_pct),
+    DcgmValue(mn.PROF_DRAM_ACTIVE, lambda g: g.dram_active_pct),
+    DcgmValue(mn.PROF_PIPE_FP64_ACTIVE, lambda g: g.fp64_active_pct),
+    DcgmValue(mn.PROF_PIPE_FP32_ACTIVE, lambda g: g.fp32_active_pct),
+    DcgmValue(mn.PROF_PIPE_FP16_ACTIVE, lambda g: g.fp16_active_pct),
+    DcgmValue(mn.PROF_PCIE_TX_BYTES, lambda g: g.gpm_pcie_tx_bps),
+    DcgmValue(mn.PROF_PCIE_RX_BYTES, lambda g: g.gpm_pcie_rx_bps),
+    DcgmValue(mn.PROF_NVLINK_TX_BYTES, lambda g: g.nvlink_tx_bps),
+    DcgmValue(mn.PROF_NVLINK_RX_BYTES, lambda g: g.nvlink_rx_bps),
 )
 
 
-def gpu_labels(g: GpuSample, hostname: str) -> list[str]:
+def gpu_labels(g: GpuSample, hostname: str, driver_version: str | None = None) -> list[str]:
     return [str(g.index), g.info.uuid, f"nvidia{g.index}", g.info.name, hostname,
-            g.info.pci_bus_id]
+            g.info.pci_bus_id, driver_version or ""]
 
 
 @dataclass
@@ -219,6 +113,8 @@ class _GpuCounters:
     episodes: int = 0
     throttling: bool = False
     seconds: dict[str, float] | None = None
+    last_xid: int = 0  # DCGM's "value of the last XID error", 0 before any
+    xids: dict[int, int] = field(default_factory=dict)  # XID number → events
 
 
 class ThrottleAccounting:
@@ -228,7 +124,8 @@ class ThrottleAccounting:
     rather than being derived from the tracker's bounded episode list. The rule for
     an episode matches ThrottleTracker: it starts on the first tick with a
     throttling reason and ends on the first tick without one, or when the GPU is lost.
-    Each tick's elapsed time is charged to the reasons set on that tick.
+    Each tick's elapsed time is charged to the reasons set on that tick. A stale GPU's
+    tick (its reader did not answer) carries an old reading: it changes nothing.
     """
 
     def __init__(self, hostname: Callable[[Snapshot], str]) -> None:
@@ -247,7 +144,10 @@ class ThrottleAccounting:
                 c = self._gpus.get(key)
                 if c is None:
                     c = self._gpus[key] = _GpuCounters(
-                        gpu_labels(g, host), seconds={r.key: 0.0 for r in THROTTLING_REASONS})
+                        gpu_labels(g, host, snap.system.driver_version),
+                        seconds={r.key: 0.0 for r in THROTTLING_REASONS})
+                if g.stale:
+                    continue
                 throttling = not g.lost and is_throttling(g.throttle_mask)
                 if throttling and not c.throttling:
                     c.episodes += 1
@@ -257,6 +157,16 @@ class ThrottleAccounting:
                     for r in THROTTLING_REASONS:
                         if (g.throttle_mask or 0) & THROTTLE_MASK & r.bit:
                             c.seconds[r.key] += dt
+            by_index = {g.index: (g.index, g.info.uuid) for g in snap.gpus}
+            for e in snap.events:
+                c = self._gpus.get(by_index.get(e.gpu_index, (-1, "")))
+                if c is not None and e.kind == "xid" and e.xid is not None:
+                    c.last_xid = e.xid
+                    c.xids[e.xid] = c.xids.get(e.xid, 0) + 1
+
+    def xid_rows(self) -> list[tuple[list[str], int, dict[int, int]]]:
+        with self._lock:
+            return [(list(c.labels), c.last_xid, dict(c.xids)) for c in self._gpus.values()]
 
     def rows(self) -> list[tuple[list[str], int, dict[str, float]]]:
         with self._lock:
@@ -282,13 +192,13 @@ class SnapshotCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         snap = self._latest()
         up = GaugeMetricFamily(
-            "gputui_up", "1 while GPU telemetry is flowing (NVML initialised and the sampler "
+            mn.UP, "1 while GPU telemetry is flowing (NVML initialised and the sampler "
             "ticking); 0 otherwise, see gputui_nvml_error_info.")
         fresh = snap is not None and time.monotonic() - snap.mono < 3 * self._interval + 2.0
         up.add_metric([], 1.0 if fresh and self._nvml_error is None else 0.0)
         yield up
         if self._nvml_error is not None:
-            err = GaugeMetricFamily("gputui_nvml_error_info",
+            err = GaugeMetricFamily(mn.NVML_ERROR_INFO,
                                     "Why NVML is unavailable (GPU metrics are absent).",
                                     labels=["reason"])
             err.add_metric([self._nvml_error], 1.0)
@@ -297,16 +207,17 @@ class SnapshotCollector(Collector):
             return
         host = self.hostname(snap)
         yield from self._host_metrics(snap, host)
-        yield from self._gpu_metrics(snap, host)
+        # A sampler that stopped ticking (a hung driver) serves no GPU value as current.
+        yield from self._gpu_metrics(snap, host, fresh)
         yield from self._throttle_metrics()
 
     def _host_metrics(self, snap: Snapshot, host: str) -> Iterator[Metric]:
         h = snap.host
         for name, doc, value in (
-            ("gputui_host_cpu_percent", "Host CPU utilisation (in %).", h.cpu_pct),
-            ("gputui_host_memory_used_bytes", "Host memory in use (total - available).",
+            (mn.HOST_CPU_PERCENT, "Host CPU utilisation (in %).", h.cpu_pct),
+            (mn.HOST_MEMORY_USED_BYTES, "Host memory in use (total - available).",
              h.mem_used_bytes),
-            ("gputui_host_memory_total_bytes", "Host memory total.", h.mem_total_bytes),
+            (mn.HOST_MEMORY_TOTAL_BYTES, "Host memory total.", h.mem_total_bytes),
         ):
             if value is None:
                 continue
@@ -314,32 +225,53 @@ class SnapshotCollector(Collector):
             fam.add_metric([host], float(value))
             yield fam
 
-    def _gpu_metrics(self, snap: Snapshot, host: str) -> Iterator[Metric]:
-        lost = GaugeMetricFamily("gputui_gpu_lost", "1 when the GPU fell off the bus.",
+    def _gpu_metrics(self, snap: Snapshot, host: str, fresh: bool) -> Iterator[Metric]:
+        lost = GaugeMetricFamily(mn.GPU_LOST, "1 when the GPU fell off the bus.",
                                  labels=list(GPU_LABELS))
+        stale = GaugeMetricFamily(
+            mn.GPU_STALE, "1 when the GPU's last reading is not current (its driver did not "
+            "answer in time): its DCGM_* values are left out until it answers again.",
+            labels=list(GPU_LABELS))
+        current: list[GpuSample] = []
+        driver = snap.system.driver_version
         for g in snap.gpus:
-            lost.add_metric(gpu_labels(g, host), 1.0 if g.lost else 0.0)
-        for spec in DCGM_METRICS:
-            fam = Metric(spec.name, spec.help, spec.typ)
-            for g in snap.gpus:
-                if g.lost:
-                    continue  # a lost GPU has no readings; gputui_gpu_lost says why
-                value = spec.get(g)
+            labels = gpu_labels(g, host, driver)
+            lost.add_metric(labels, 1.0 if g.lost else 0.0)
+            is_stale = not g.lost and (g.stale or not fresh)
+            stale.add_metric(labels, 1.0 if is_stale else 0.0)
+            # A lost GPU has no readings (gputui_gpu_lost says why); a stale one has only
+            # old ones (gputui_gpu_stale says so).
+            if not g.lost and not is_stale:
+                current.append(g)
+        for spec in DCGM_VALUES:
+            f = spec.field
+            fam = Metric(f.name, f.help, f.type)
+            for g in current:
+                value = spec.value(g)
                 if value is None:
                     continue  # not available on this device: absent, never 0
-                fam.add_sample(spec.name, dict(zip(GPU_LABELS, gpu_labels(g, host),
-                                                   strict=True)), float(value))
+                labels = dict(zip(GPU_LABELS, gpu_labels(g, host, driver), strict=True))
+                fam.add_sample(f.name, labels, value)
             if fam.samples:
                 yield fam
+        pending = GaugeMetricFamily(
+            mn.ROW_REMAP_PENDING, "1 when a memory row remap waits for the next GPU reset.",
+            labels=list(GPU_LABELS))
+        for g in current:
+            if g.remap_pending is not None:
+                pending.add_metric(gpu_labels(g, host, driver), 1.0 if g.remap_pending else 0.0)
+        if pending.samples:
+            yield pending
         yield lost
+        yield stale
 
     def _throttle_metrics(self) -> Iterator[Metric]:
         rows = self._accounting.rows()
         episodes = CounterMetricFamily(
-            "gputui_throttle_episodes", "Throttle episodes started since the exporter started.",
+            mn.THROTTLE_EPISODES, "Throttle episodes started since the exporter started.",
             labels=list(GPU_LABELS))
         seconds = CounterMetricFamily(
-            "gputui_throttle_seconds", "Seconds spent throttled, per reason.",
+            mn.THROTTLE_SECONDS, "Seconds spent throttled, per reason.",
             labels=[*GPU_LABELS, "reason"])
         for labels, n, per_reason in rows:
             episodes.add_metric(labels, float(n))
@@ -347,106 +279,12 @@ class SnapshotCollector(Collector):
                 seconds.add_metric([*labels, reason], s)
         yield episodes
         yield seconds
-
-
-# --- text exposition -------------------------------------------------------------------
-
-
-def _escape_label(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-def render(families: Iterable[Metric]) -> bytes:
-    """Prometheus text format 0.0.4, as dcgm-exporter writes it.
-
-    prometheus_client's generate_latest renames every counter family to NAME_total,
-    which would break the dcgm-exporter names that have no such suffix
-    (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION); here the TYPE line names the samples
-    exactly as they are written.
-    """
-    out: list[str] = []
-    for fam in families:
-        name = fam.name
-        if fam.type == "counter" and not any(s.name == name for s in fam.samples):
-            name += "_total"
-        typ = {"unknown": "untyped", "info": "gauge", "stateset": "gauge"}.get(fam.type, fam.type)
-        doc = fam.documentation.replace("\\", r"\\").replace("\n", r"\n")
-        out.append(f"# HELP {name} {doc}\n# TYPE {name} {typ}\n")
-        for s in fam.samples:
-            labels = ",".join(f'{k}="{_escape_label(v)}"' for k, v in s.labels.items())
-            out.append(f"{s.name}{{{labels}}} " if labels else f"{s.name} ")
-            out.append(floatToGoString(s.value) + "\n")
-    return "".join(out).encode()
-
-
-# --- serving ---------------------------------------------------------------------------
-
-
-class BindError(Exception):
-    """The listening socket could not be opened; `usage` tells a bad address from a busy port."""
-
-    def __init__(self, message: str, *, usage: bool) -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: MetricsServer
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == "/metrics":
-            try:
-                body = render(self.server.registry.collect())
-            except Exception as exc:  # report, don't kill the connection without an answer
-                self._send(500, f"gputui: collecting metrics failed: {exc}\n".encode(),
-                           "text/plain; charset=utf-8")
-                return
-            self._send(200, body, CONTENT_TYPE)
-        elif path == "/":
-            self._send(200, b"<html><body><h1>gputui exporter</h1>"
-                       b'<p><a href="/metrics">/metrics</a></p></body></html>\n',
-                       "text/html; charset=utf-8")
-        else:
-            self._send(404, b"not found; metrics are at /metrics\n", "text/plain; charset=utf-8")
-
-    def _send(self, code: int, body: bytes, ctype: str) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # one line per scrape every few seconds would drown real messages
-
-
-class MetricsServer(ThreadingHTTPServer):
-    daemon_threads = True  # a stuck client must not keep the process alive on shutdown
-
-    def __init__(self, addr: ListenAddress, registry: CollectorRegistry) -> None:
-        self.address_family = addr.family
-        self.registry = registry
-        super().__init__((addr.host, addr.port), _Handler, bind_and_activate=False)
-        try:
-            # TCPServer's bind, not HTTPServer's: that one calls socket.getfqdn(), a
-            # reverse DNS lookup that can hang for seconds on a machine without DNS.
-            socketserver.TCPServer.server_bind(self)
-            self.server_name, self.server_port = addr.host, self.server_address[1]
-            self.server_activate()
-        except OSError as exc:
-            self.server_close()
-            where = f"{addr.host}:{addr.port}" if addr.family == socket.AF_INET \
-                else f"[{addr.host}]:{addr.port}"
-            reason = exc.strerror or str(exc)
-            if exc.errno == errno.EADDRINUSE:
-                raise BindError(f"cannot listen on {where}: port {addr.port} is already in use",
-                                usage=False) from None
-            if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-                raise BindError(f"cannot listen on {where}: not an address of this machine "
-                                f"({reason})", usage=True) from None
-            raise BindError(f"cannot listen on {where}: {reason}", usage=False) from None
-
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
+        last = GaugeMetricFamily(mn.XID_ERRORS.name, mn.XID_ERRORS.help, labels=list(GPU_LABELS))
+        events = CounterMetricFamily(mn.XID_EVENTS, "XID errors NVML reported, per XID number.",
+                                     labels=[*GPU_LABELS, "xid"])
+        for labels, xid, counts in self._accounting.xid_rows():
+            last.add_metric(labels, float(xid))
+            for n, count in sorted(counts.items()):
+                events.add_metric([*labels, str(n)], float(count))
+        yield last
+        yield events

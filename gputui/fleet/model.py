@@ -22,6 +22,7 @@ from gputui.telemetry.throttle import (
 )
 
 HOT_TEMP_C = 85.0  # alert threshold when the page does not give a slowdown temperature
+STALE_TEXT = "stale: its driver is not answering"
 
 
 def local_clock(t: datetime) -> str:
@@ -45,6 +46,10 @@ class FleetGpu:
     uuid: str
     model: str
     util_pct: float | None = None
+    # DCGM_FI_PROF_SM_ACTIVE / _PIPE_TENSOR_ACTIVE in %: the share of SMs (tensor pipes)
+    # really busy, which "util" hides; None where the GPU or its exporter has no profiling.
+    sm_active_pct: float | None = None
+    tensor_active_pct: float | None = None
     mem_used_bytes: int | None = None
     mem_total_bytes: int | None = None
     power_w: float | None = None
@@ -53,16 +58,21 @@ class FleetGpu:
     clock_sm_mhz: float | None = None
     throttle_mask: int | None = None
     lost: bool = False
+    # The exporter's reader for this GPU did not answer in time (a hung driver call): the
+    # exporter serves no values for it, only that it is stale.
+    stale: bool = False
 
     @property
     def throttling(self) -> bool:
-        return not self.lost and is_throttling(self.throttle_mask)
+        return not self.lost and not self.stale and is_throttling(self.throttle_mask)
 
     @property
     def state_text(self) -> str:
         """The throttle state in words: 'HW thermal slowdown', 'GPU idle', 'none', 'N/A'."""
         if self.lost:
             return "GPU is lost"
+        if self.stale:
+            return STALE_TEXT
         return state_words(self.throttle_mask)
 
     def hot(self, threshold_c: float = HOT_TEMP_C) -> bool:
@@ -82,7 +92,10 @@ class FleetGpu:
             "uuid": self.uuid,
             "model": self.model,
             "lost": self.lost,
+            "stale": self.stale,
             "util_gpu_pct": self.util_pct,
+            "sm_active_pct": self.sm_active_pct,
+            "tensor_active_pct": self.tensor_active_pct,
             "mem_used_bytes": self.mem_used_bytes,
             "mem_total_bytes": self.mem_total_bytes,
             "power_w": self.power_w,
@@ -120,6 +133,7 @@ class FleetHost:
     last_seen: datetime | None = None  # last successful read, wall clock UTC
     failures: int = 0  # consecutive failed attempts
     retry_in_s: float | None = None  # seconds until the next attempt, while backing off
+    reads: int = 0  # successful reads so far: tells a fresh reading from the same one again
 
     @property
     def gpus(self) -> tuple[FleetGpu, ...]:
@@ -153,7 +167,7 @@ class FleetHost:
 @dataclass(frozen=True, slots=True)
 class Alert:
     severity: str  # "critical" or "warning"
-    kind: str  # "down", "error", "lost", "throttling", "hot", "no_gpu_data"
+    kind: str  # "down", "error", "lost", "stale", "throttling", "hot", "no_gpu_data"
     host: str
     gpu: str | None
     text: str
@@ -191,6 +205,10 @@ class FleetSnapshot:
                 where = f"{h.name} GPU {g.gpu}"
                 if g.lost:
                     out.append(Alert("critical", "lost", h.name, g.gpu, f"{where}: GPU is lost"))
+                    continue
+                if g.stale:
+                    out.append(Alert("warning", "stale", h.name, g.gpu,
+                                     f"{where}: {STALE_TEXT}"))
                     continue
                 if g.throttling:
                     severe = any(r.kind in ("thermal", "other") for r in reasons_of(

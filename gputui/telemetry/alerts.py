@@ -15,6 +15,9 @@ does not raise a new alert every tick:
 - ecc stays active for ECC_HOLD_S after the counter last grew (the counter is
   read every few ticks, and one tick of red would be easy to miss);
 - lost stays active while the GPU is lost; the GPU's other alerts clear.
+- stale raises when a GPU's driver calls have not answered for STALE_ALERT_S (a hung
+  or very slow device: its values on screen are old) and clears on its next fresh
+  reading; while stale, the GPU's other rules are not applied to the old values.
 
 A value that is unknown this tick (None) leaves the alert as it was: not knowing
 is not the same as the condition having ended. No textual here.
@@ -22,6 +25,7 @@ is not the same as the condition having ended. No textual here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
@@ -30,7 +34,8 @@ from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, throttle_words
 from gputui.telemetry.units import fmt_bytes
 
-AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost"]
+AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost", "stale",
+                    "gpm_busy", "mem_hot", "row_remap", "xid", "ecc_event"]
 Severity = Literal["warning", "error"]
 
 MEM_FULL_PCT = 95.0
@@ -40,6 +45,9 @@ NEAR_SLOWDOWN_REARM_C = 7  # clear only below slowdown − 7 °C
 THROTTLE_REARM_S = 30.0
 ECC_HOLD_S = 60.0
 MAX_HISTORY = 500
+# Seconds without an answer before a GPU counts as hung: longer than one slow read, so
+# a device that is merely slow (a reading every other tick) does not flap.
+STALE_ALERT_S = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,22 @@ class Alert:
     since: datetime  # when the condition started (snapshot wall time, UTC)
     active: bool = True
     until: datetime | None = None  # when it cleared; None while active
+
+
+THERMAL_BITS = 0x20 | 0x40  # SW / HW thermal slowdown (telemetry.throttle.REASONS)
+# Raised with (or while) a GPU throttles, these describe the same event as its throttle
+# alert: listed on the alerts screen, but not a toast of their own.
+SAME_EVENT_AS_THROTTLE = frozenset({"near_slowdown", "mem_hot"})
+
+
+def toasts(raised: Sequence[Alert], active: Sequence[Alert]) -> list[Alert]:
+    """The raised alerts worth a toast: one per event. A GPU that gets hot enough to
+    throttle raises `throttle` and `near_slowdown` together; two toasts for it covered
+    the process table at 80×24."""
+    throttling = {a.gpu_index for a in (*raised, *active)
+                  if a.kind == "throttle" and a.active}
+    return [a for a in raised
+            if not (a.kind in SAME_EVENT_AS_THROTTLE and a.gpu_index in throttling)]
 
 
 def alert_key(kind: str, gpu_index: int | None) -> str:
@@ -78,6 +102,7 @@ class AlertEngine:
         self._alerts: dict[str, Alert] = {}  # latest state per key, active or not
         self._ecc_last: dict[int, int] = {}
         self._ecc_grew_at: dict[int, datetime] = {}
+        self._event_at: dict[str, datetime] = {}  # alert key → last XID/ECC event
         self._history: list[Alert] = []  # every raise, oldest first (bounded)
         self.last_cleared: list[Alert] = []  # alerts that became inactive on the last update
 
@@ -85,7 +110,8 @@ class AlertEngine:
 
     def active(self) -> list[Alert]:
         """Active alerts, errors first, then by GPU and kind."""
-        order = {"lost": 0, "ecc": 1, "throttle": 2, "near_slowdown": 3, "memory_full": 4}
+        order = {"lost": 0, "stale": 0, "ecc": 1, "throttle": 2, "near_slowdown": 3,
+                 "memory_full": 4}
         act = [a for a in self._alerts.values() if a.active]
         return sorted(act, key=lambda a: (a.severity != "error", a.gpu_index or 0,
                                           order.get(a.kind, 9)))
@@ -102,6 +128,7 @@ class AlertEngine:
         self._alerts.clear()
         self._ecc_last.clear()
         self._ecc_grew_at.clear()
+        self._event_at.clear()
         self._history.clear()
         self.last_cleared = []
 
@@ -112,21 +139,92 @@ class AlertEngine:
         raised: list[Alert] = []
         self.last_cleared = []
         now = snap.time
+        self._events(raised, snap)
         for g in snap.gpus:
             idx = g.index
             if g.lost:
                 self._set(raised, "lost", idx, now, "error",
                           f"GPU {idx}: {g.info.name} is lost (fell off the bus or the driver "
                           "gave up on it); the other GPUs are still monitored")
-                for kind in ("throttle", "near_slowdown", "memory_full", "ecc"):
+                for kind in ("throttle", "near_slowdown", "memory_full", "ecc", "gpm_busy",
+                             "mem_hot", "row_remap"):
                     self._clear(alert_key(kind, idx), now)
                 continue
             self._clear(alert_key("lost", idx), now)
+            if g.stale:
+                if (g.stale_s or 0.0) >= STALE_ALERT_S:
+                    self._set(raised, "stale", idx, now, "error",
+                              f"GPU {idx}: not answering for {g.stale_s:.0f} s (driver call "
+                              "hung); its values are stale, the other GPUs are still "
+                              "monitored")
+                continue
+            self._clear(alert_key("stale", idx), now)
             self._throttle(raised, g, ongoing.get(idx), now)
             self._near_slowdown(raised, g, now)
             self._memory(raised, g, now)
             self._ecc(raised, g, now)
+            self._gpm_busy(raised, g, now)
+            self._mem_temp(raised, g, now)
+            self._remap(raised, g, now)
         return raised
+
+    def _mem_temp(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
+        # Same margins as the GPU temperature, against the memory's own limit.
+        limit = g.info.temp_mem_max_c
+        if g.mem_temp_c is None or limit is None:
+            return
+        key = alert_key("mem_hot", g.index)
+        prev = self._alerts.get(key)
+        if g.mem_temp_c >= limit - self.near_slowdown_c:
+            self._set(raised, "mem_hot", g.index, now, "warning",
+                      f"GPU {g.index}: memory (HBM) at {g.mem_temp_c} °C, limit {limit} °C; "
+                      "the GPU slows down to protect it")
+        elif prev is not None and prev.active and g.mem_temp_c < limit - self.near_slowdown_rearm_c:
+            self._clear(key, now)
+
+    def _remap(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
+        key = alert_key("row_remap", g.index)
+        if g.remap_pending is None and g.remap_failure is None:
+            return
+        if g.remap_failure:
+            self._set(raised, "row_remap", g.index, now, "error",
+                      f"GPU {g.index}: a memory row could not be remapped (row remap failure): "
+                      "the GPU needs service")
+        elif g.remap_pending:
+            self._set(raised, "row_remap", g.index, now, "warning",
+                      f"GPU {g.index}: a memory row remap is pending "
+                      f"({g.remap_uncorrectable_rows or 0} uncorrectable, "
+                      f"{g.remap_correctable_rows or 0} correctable rows remapped); reset the "
+                      "GPU when its jobs allow")
+        else:
+            self._clear(key, now)
+
+    def _events(self, raised: list[Alert], snap: Snapshot) -> None:
+        """Each XID / ECC event NVML reported is news: an alert of its own (in the
+        history and as a toast), held active for ECC_HOLD_S after the last one."""
+        for e in snap.events:
+            if e.kind == "xid":
+                kind: AlertKind = "xid"
+                text = f"XID {e.xid}: {e.meaning}"
+                severity: Severity = "error"
+            else:
+                kind, text = "ecc_event", e.meaning
+                severity = "error" if e.kind == "ecc_double_bit" else "warning"
+            self._event_at[alert_key(kind, e.gpu_index)] = snap.time
+            self._raise(raised, Alert(alert_key(kind, e.gpu_index), e.gpu_index, kind,
+                                      severity, f"GPU {e.gpu_index}: {text}", e.time))
+        for key, at in list(self._event_at.items()):
+            if (snap.time - at).total_seconds() >= self.ecc_hold_s:
+                self._clear(key, snap.time)
+                del self._event_at[key]
+
+    def _gpm_busy(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
+        # Raised once while another profiler holds the GPM counters (the note's retry
+        # time changes each back-off; the alert is not raised again for that).
+        if g.gpm_note is not None:
+            self._set(raised, "gpm_busy", g.index, now, "warning", f"GPU {g.index}: {g.gpm_note}")
+        else:
+            self._clear(alert_key("gpm_busy", g.index), now)
 
     def _throttle(self, raised: list[Alert], g: GpuSample, ep: ThrottleEpisode | None,
                   now: datetime) -> None:
@@ -163,8 +261,13 @@ class AlertEngine:
             else:
                 words = (f"{g.temp_c} °C, within {slowdown - g.temp_c} °C of its slowdown "
                          f"temperature {slowdown} °C")
+            # Worded from the state now: once the thermal slowdown holds the clocks down
+            # "clocks will drop" would contradict the SM clock on screen.
+            thermal = (g.throttle_mask or 0) & THERMAL_BITS
+            outlook = ("its clocks are already held down (thermal slowdown)" if thermal
+                       else "clocks will drop if it gets hotter")
             self._set(raised, "near_slowdown", g.index, now, "warning",
-                      f"GPU {g.index}: {words}; clocks will drop if it gets hotter")
+                      f"GPU {g.index}: {words}; {outlook}")
         elif is_active and g.temp_c < slowdown - self.near_slowdown_rearm_c:
             self._clear(key, now)
 

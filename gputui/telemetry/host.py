@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import psutil
 
+from gputui.telemetry.container import ContainerNames
 from gputui.telemetry.model import GpuProcess, HostSample
 
 # psutil's CPU % is a delta since the previous call; shorter windows are noise.
@@ -24,6 +25,7 @@ class HostSource:
         psutil.cpu_percent(None, percpu=True)
         self._primed_at: float | None = time.monotonic()
         self._procs: dict[int, psutil.Process] = {}
+        self._containers = ContainerNames()
 
     def read(self) -> HostSample:
         vm = psutil.virtual_memory()
@@ -57,8 +59,18 @@ class HostSource:
         delta since the previous call on the same object.
         """
         alive: dict[int, psutil.Process] = {}
-        out = []
+        out: list[GpuProcess] = []
+        # One psutil reading per PID per tick: a process on two GPUs has two rows, and a
+        # second cpu_percent() on the same object would measure the microseconds since
+        # the first (≈0 %). Its other rows copy the first row's host-side facts.
+        described: dict[int, GpuProcess] = {}
         for p in procs:
+            first = described.get(p.pid)
+            if first is not None:
+                out.append(replace(p, user=first.user, command=first.command,
+                                   cpu_pct=first.cpu_pct, rss_bytes=first.rss_bytes,
+                                   started=first.started, container=first.container))
+                continue
             proc = self._procs.get(p.pid) or alive.get(p.pid)
             try:
                 if proc is None:
@@ -73,6 +85,7 @@ class HostSource:
                         cpu_pct=proc.cpu_percent(None),
                         rss_bytes=proc.memory_info().rss,
                         started=proc.create_time(),
+                        container=self._containers.get(p.pid, proc.create_time()),
                     ))
                 alive[p.pid] = proc
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
@@ -81,6 +94,7 @@ class HostSource:
                 out.append(replace(p, user=_safe(proc.username) if proc else None))
                 if proc is not None:
                     alive[p.pid] = proc
+            described[p.pid] = out[-1]
         self._procs = alive
         return tuple(out)
 

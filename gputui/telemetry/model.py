@@ -33,6 +33,18 @@ class DeviceInfo:
     clock_mem_max_mhz: int | None = None
     pcie_gen_max: int | None = None
     pcie_width_max: int | None = None
+    temp_mem_max_c: int | None = None  # memory temperature limit, where NVML gives one
+
+
+@dataclass(frozen=True, slots=True)
+class NvLink:
+    """One NVLink link of a GPU: up or down, and its rates over the last tick (from the
+    GPM counters, Hopper and newer; None elsewhere)."""
+
+    link: int
+    active: bool
+    tx_bps: float | None = None
+    rx_bps: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +80,49 @@ class GpuSample:
     # Fraction (0..1) of the last tick's wall time that NVML counted as a violation.
     violation_power_frac: float | None = None
     violation_thermal_frac: float | None = None
+    # GPM profiling counters (Hopper and newer; gputui.telemetry.gpm), over the last tick:
+    # what share of the SMs / pipes / DRAM bandwidth was really busy, in %.
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
+    fp64_active_pct: float | None = None
+    fp32_active_pct: float | None = None
+    fp16_active_pct: float | None = None
+    gr_engine_active_pct: float | None = None
+    gpm_pcie_tx_bps: float | None = None
+    gpm_pcie_rx_bps: float | None = None
+    nvlink_tx_bps: float | None = None
+    nvlink_rx_bps: float | None = None
+    # Why GPM values are missing although the device has GPM (another profiler holds the
+    # counters); None when they flow or the device has no GPM.
+    gpm_note: str | None = None
+    # HBM/GDDR temperature (NVML_FI_DEV_MEMORY_TEMP); its limit is DeviceInfo.temp_mem_max_c.
+    mem_temp_c: int | None = None
+    enc_util_pct: int | None = None  # video encoder, %
+    dec_util_pct: int | None = None  # video decoder, %
+    mem_reserved_bytes: int | None = None  # held by the driver (memory info v2)
+    pcie_replay_count: int | None = None  # PCIe retries since boot (a bad riser/slot grows it)
+    # Row remapping (nvmlDeviceGetRemappedRows; HBM GPUs), read every few ticks.
+    remap_correctable_rows: int | None = None
+    remap_uncorrectable_rows: int | None = None
+    remap_pending: bool | None = None  # a remap waits for the next GPU reset
+    remap_failure: bool | None = None  # a row could not be remapped: the GPU needs service
+    # Page retirement (pre-Ampere memory; row remapping replaced it), every few ticks.
+    retired_pages_sbe: int | None = None  # pages retired for repeated single-bit errors
+    retired_pages_dbe: int | None = None  # pages retired for double-bit errors
+    retired_pages_pending: bool | None = None  # retirement waits for the next reset
+    # Every NVLink link of the GPU (None: no NVLink), read every few ticks.
+    nvlink_links: tuple[NvLink, ...] | None = None
+    # Lowest and highest of the driver's own samples (every ~100 ms) since the last tick
+    # (nvmlDeviceGetSamples): a power spike between 1 s ticks, the kind that trips a power
+    # brake, shows here though power_w missed it.
+    power_w_min: float | None = None
+    power_w_max: float | None = None
+    util_gpu_pct_min: int | None = None
+    util_gpu_pct_max: int | None = None
+    clock_sm_mhz_min: int | None = None
+    clock_sm_mhz_max: int | None = None
 
     @property
     def index(self) -> int:
@@ -97,6 +152,25 @@ class GpuProcess:
     cpu_pct: float | None = None
     rss_bytes: int | None = None
     started: float | None = None  # epoch seconds (psutil create_time)
+    # This process's share of the GPU since the previous process reading, in %
+    # (nvmlDeviceGetProcessesUtilizationInfo); None where the driver gave no sample.
+    sm_util_pct: int | None = None
+    mem_util_pct: int | None = None  # memory controller
+    enc_util_pct: int | None = None
+    dec_util_pct: int | None = None
+    # The container it runs in, from /proc/PID/cgroup (gputui.telemetry.container).
+    container: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuEvent:
+    """Something NVML reported as it happened (nvmlEventSetWait): an XID error, an ECC error."""
+
+    gpu_index: int
+    kind: str  # "xid", "ecc_single_bit", "ecc_double_bit"
+    time: datetime  # wall clock, UTC
+    xid: int | None = None  # the XID number (kind "xid")
+    meaning: str = ""  # in words, e.g. "GPU has fallen off the bus"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +198,7 @@ class Snapshot:
     nvml_error: str | None = None
     seq: int = 0
     skipped_ticks: int = 0
+    events: tuple[GpuEvent, ...] = ()  # what NVML reported since the previous snapshot
 
     @property
     def time_iso(self) -> str:

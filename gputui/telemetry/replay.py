@@ -6,11 +6,12 @@ the live monitor. Replay time is seconds from the first snapshot, taken from the
 snapshots' wall-clock times (a recording has no other clock).
 
 Seeking backwards, or jumping far ahead, rebuilds the sampler's state from the
-snapshots of the history window before the target (15 minutes, the sampler's own
+snapshots of the history window before the target (15 minutes, the view's
 history length), so sparklines and throttle episodes are right after a seek
-without replaying a whole day. The catch-up snapshots go into the history and the
-throttle tracker directly; only the target snapshot is announced to listeners,
-so a UI is not flooded with hundreds of frames it would never show.
+without replaying a whole day. The catch-up snapshots go into the throttle
+tracker directly and reach views inside the target's frame; only the target
+snapshot is announced to listeners, so a UI is not flooded with hundreds of
+frames it would never show.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import bisect
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from gputui.telemetry.history import HISTORY_MIN_SECONDS
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.record import Recording
-from gputui.telemetry.sampler import HISTORY_MIN_SECONDS, Sampler
+from gputui.telemetry.sampler import Sampler
 
 MIN_SPEED = 0.125
 MAX_SPEED = 64.0
@@ -43,21 +45,20 @@ class ReplayPlayer:
             raise ValueError("a recording without snapshots cannot be replayed")
         self.recording = recording
         self.sampler = sampler
-        snaps = recording.snapshots
-        t0 = snaps[0].time
+        # Times only: a file's snapshots are parsed when the play head reaches them.
+        times = recording.times()
+        t0 = times[0]
         offsets: list[float] = []
         last = 0.0
-        for s in snaps:
+        for t in times:
             # A wall clock stepped backwards while recording must not make replay time
             # run backwards: clamp to non-decreasing.
-            last = max(last, (s.time - t0).total_seconds())
+            last = max(last, (t - t0).total_seconds())
             offsets.append(last)
         self._t0 = t0
         self._offsets = offsets
-        # History windows are measured on `mono`: make it replay time, whatever the
-        # snapshots carried (hand-built ones may all say 0).
-        self._snaps = [s if s.mono == off else replace(s, mono=off)
-                       for s, off in zip(snaps, offsets, strict=True)]
+        self._source = recording.snapshots
+        self._recent: dict[int, Snapshot] = {}
         self._speed = clamp_speed(speed)
         self._t = 0.0
         self._pos = 0
@@ -65,8 +66,7 @@ class ReplayPlayer:
         # How many times the sampler was reset and refilled (seeks back or far ahead):
         # consumers with their own state (an AlertEngine) compare it to start over too.
         self.rebuilds = 0
-        sampler.reset()
-        sampler.ingest(self._snaps[0])
+        sampler.rebuild((), self._snap(0))
 
     # --- state ---------------------------------------------------------------------------
 
@@ -92,11 +92,25 @@ class ReplayPlayer:
         return self._pos
 
     def __len__(self) -> int:
-        return len(self._snaps)
+        return len(self._offsets)
+
+    def _snap(self, i: int) -> Snapshot:
+        # History windows are measured on `mono`: make it replay time, whatever the
+        # snapshot carried (hand-built ones may all say 0). The last few are kept, so
+        # `current` is the very object listeners were handed.
+        got = self._recent.get(i)
+        if got is None:
+            s = self._source[i]
+            off = self._offsets[i]
+            got = s if s.mono == off else replace(s, mono=off)
+            self._recent[i] = got
+            if len(self._recent) > 8:
+                del self._recent[next(iter(self._recent))]
+        return got
 
     @property
     def current(self) -> Snapshot:
-        return self._snaps[self._pos]
+        return self._snap(self._pos)
 
     @property
     def duration_s(self) -> float:
@@ -113,7 +127,7 @@ class ReplayPlayer:
 
     @property
     def at_end(self) -> bool:
-        return self._pos == len(self._snaps) - 1 and self._t >= self.duration_s
+        return self._pos == len(self._offsets) - 1 and self._t >= self.duration_s
 
     # --- controls ------------------------------------------------------------------------
 
@@ -152,7 +166,7 @@ class ReplayPlayer:
     def step(self, n: int = 1) -> bool:
         """Move n snapshots (negative: back) and pause. True if the position changed."""
         self.playing = False
-        target = min(len(self._snaps) - 1, max(0, self._pos + n))
+        target = min(len(self._offsets) - 1, max(0, self._pos + n))
         changed = target != self._pos
         if changed:
             self._go_to(target)
@@ -181,18 +195,15 @@ class ReplayPlayer:
         if target > self._pos and gap <= REBUILD_WINDOW_S:
             for i in range(self._pos + 1, target + 1):
                 self._pos = i
-                self.sampler.ingest(self._snaps[i])
+                self.sampler.ingest(self._snap(i))
         else:
             self._rebuild(target)
 
     def _rebuild(self, target: int) -> None:
-        self.sampler.reset()
         self.rebuilds += 1
         start = bisect.bisect_left(self._offsets, self._offsets[target] - REBUILD_WINDOW_S)
-        # Quiet catch-up: history and throttle tracker only (no listeners, see module doc).
-        # The player owns the sampler's feeding in replay mode, so no thread races here.
-        for s in self._snaps[start:target]:
-            self.sampler.history.append(s)
-            self.sampler.tracker.update(s.gpus, s.time, s.mono)
+        # Quiet catch-up: the tracker and alerts take the window in, and views get it in
+        # the target's frame (reset + catch_up), so a UI is not flooded with frames.
         self._pos = target
-        self.sampler.ingest(self._snaps[target])
+        self.sampler.rebuild([self._snap(i) for i in range(start, target)],
+                             self._snap(target))

@@ -1,165 +1,130 @@
 """Sampler: one background thread reads the sources at a fixed interval.
 
-Each tick becomes an immutable Snapshot handed to subscribers; history lives in
-bounded ring buffers that consumers read by copying a window under a lock, so
-no consumer ever iterates a buffer the sampler thread is appending to.
+Each tick becomes an immutable Snapshot handed to snapshot subscribers (the
+recorder, the exporter) and, with the throttle episodes and alerts of that tick,
+an immutable Frame handed to frame subscribers (the TUI, which posts it to its
+event loop and never calls back). Each GPU is read on its own reader thread
+(gputui.telemetry.readers) with a deadline per tick, so one hung device is marked
+stale and never holds up the others, the tick, or a signal handler. Sparkline
+history is the view's business (gputui.telemetry.history); the sampler keeps none.
 """
 
 from __future__ import annotations
 
-import math
+import logging
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from itertools import islice
 
+from gputui.telemetry.alerts import AlertEngine
+from gputui.telemetry.frame import Frame, frozen_map
 from gputui.telemetry.host import HostSource
-from gputui.telemetry.model import GpuSample, Snapshot, SystemInfo
+from gputui.telemetry.model import GpuProcess, GpuSample, Snapshot, SystemInfo
+from gputui.telemetry.readers import ReaderPool
 from gputui.telemetry.throttle import ThrottleEpisode, ThrottleTracker
 
 MIN_INTERVAL_S = 0.1
-HISTORY_MIN_SECONDS = 15 * 60
-HISTORY_MAX_POINTS = 9000  # bounds memory however long the monitor runs
-
-# Metric name → how to read it from a sample. The UI draws these on fixed scales.
-METRICS: dict[str, Callable[[GpuSample], float | None]] = {
-    "util_gpu_pct": lambda g: g.util_gpu_pct,
-    "util_mem_pct": lambda g: g.util_mem_pct,
-    "mem_used_bytes": lambda g: g.mem_used_bytes,
-    "power_w": lambda g: g.power_w,
-    "temp_c": lambda g: g.temp_c,
-    "clock_sm_mhz": lambda g: g.clock_sm_mhz,
-}
+# How long NVML may take to initialise and count the GPUs before the sampler gives up
+# on it and goes on host-only (a driver hung at start must not hang the command).
+OPEN_TIMEOUT_S = 10.0
+# NVML field profiles (what each consumer shows; PCIe throughput costs ~20 ms of driver
+# time per GPU per call, so only "full" asks for it). Resolved in nvml.py's terms here,
+# so that a consumer names a profile and never imports the NVML module.
+PROFILES = ("monitor", "record", "full")
 
 Listener = Callable[[Snapshot], None]
+FrameListener = Callable[[Frame], None]
 
 
-def history_capacity(interval_s: float) -> int:
-    return min(HISTORY_MAX_POINTS, max(60, math.ceil(HISTORY_MIN_SECONDS / interval_s) + 1))
-
-
-class History:
-    """Per-GPU, per-metric ring buffers of (monotonic time, value or NaN)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._lock = threading.Lock()
-        self._times: deque[float] = deque(maxlen=capacity)
-        self._series: dict[tuple[int, str], deque[float]] = {}
-
-    def append(self, snap: Snapshot) -> None:
-        with self._lock:
-            self._times.append(snap.mono)
-            n = len(self._times)
-            for g in snap.gpus:
-                for name, get in METRICS.items():
-                    key = (g.index, name)
-                    buf = self._series.get(key)
-                    if buf is None:
-                        # A GPU that appears later is padded so all series align with _times.
-                        buf = deque([math.nan] * (n - 1), maxlen=self.capacity)
-                        self._series[key] = buf
-                    v = None if g.lost else get(g)
-                    buf.append(math.nan if v is None else float(v))
-            for buf in self._series.values():
-                if len(buf) < n:
-                    buf.append(math.nan)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._times.clear()
-            self._series.clear()
-
-    def __len__(self) -> int:
-        return len(self._times)
-
-    def window(self, gpu: int, metric: str, seconds: float,
-               now: float | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """Copy of (times, values) in the last `seconds`; NaN where unknown."""
-        with self._lock:
-            buf = self._series.get((gpu, metric))
-            if buf is None or not self._times:
-                return (), ()
-            end = self._times[-1] if now is None else now
-            count = 0
-            for t in reversed(self._times):
-                if t < end - seconds:
-                    break
-                count += 1
-            times = tuple(islice(reversed(self._times), count))[::-1]
-            values = tuple(islice(reversed(buf), count))[::-1]
-        return times, values
-
-    def buckets(self, gpu: int, metric: str, seconds: float, n: int,
-                now: float | None = None, agg: str = "max") -> list[float | None]:
-        """The last `seconds` split into `n` equal time buckets, oldest first.
-
-        Fixed time buckets (not "last n points") keep a sparkline's time axis honest
-        when ticks were skipped. Empty buckets are None.
-        """
-        times, values = self.window(gpu, metric, seconds, now)
-        out: list[list[float]] = [[] for _ in range(n)]
-        if not times or n <= 0:
-            return [None] * max(n, 0)
-        end = times[-1] if now is None else now
-        start = end - seconds
-        width = seconds / n
-        for t, v in zip(times, values, strict=True):
-            if math.isnan(v):
-                continue
-            i = min(n - 1, max(0, int((t - start) / width)))
-            out[i].append(v)
-        pick = max if agg == "max" else (lambda xs: sum(xs) / len(xs))
-        return [pick(b) if b else None for b in out]
+def read_timeout(interval: float) -> float:
+    """How long a tick waits for the devices: most of the interval, so a slow device is
+    marked stale and the others are still shown on time."""
+    return max(0.05, 0.75 * interval)
 
 
 class Sampler:
-    """Owns the sources, the history and the throttle tracker.
+    """Owns the sources, the throttle tracker and (optionally) the alert engine.
 
-    `nvml` is an NvmlSource (already opened, or None when NVML is unavailable, with
-    `nvml_error` saying why). Subscribers are called on the sampler thread; a UI
-    must hop to its own loop (Textual: `call_from_thread`).
+    `nvml` is an NvmlSource (opened, or None when NVML is unavailable, with
+    `nvml_error` saying why). Listeners are called on whichever thread ingests a
+    snapshot and must not block (a UI posts the frame to its own loop).
     """
 
     def __init__(self, *, interval: float = 1.0, nvml: object | None = None,
                  nvml_error: str | None = None, host: HostSource | None = None,
-                 history_capacity_points: int | None = None) -> None:
+                 alerts: bool = False, read_timeout_s: float | None = None) -> None:
         if not interval >= MIN_INTERVAL_S:
             raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
         self.interval = interval
         self.nvml = nvml
         self.nvml_error = nvml_error
         self.host = host or HostSource()
-        self.history = History(history_capacity_points or history_capacity(interval))
         self.tracker = ThrottleTracker()
+        self.alerts = AlertEngine() if alerts else None
+        self.read_timeout_s = read_timeout_s or read_timeout(interval)
         self.skipped_ticks = 0
         self._seq = 0
+        self._tick_no = 0
         self._latest: Snapshot | None = None
         self._listeners: list[Listener] = []
+        self._frame_listeners: list[FrameListener] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._started_episodes: list[ThrottleEpisode] = []
+        self._pool: ReaderPool | None = None
 
     @classmethod
     def open(cls, *, interval: float = 1.0, process_every: int | None = None,
-             slow_every: int | None = None, fields: frozenset[str] | None = None) -> Sampler:
-        """Open NVML if possible; a machine without it gets a host-only sampler."""
-        from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource, NvmlUnavailable
+             slow_every: int | None = None, profile: str = "full", alerts: bool = False,
+             read_timeout_s: float | None = None, open_timeout_s: float = OPEN_TIMEOUT_S,
+             cancel: threading.Event | None = None) -> Sampler:
+        """Open NVML if possible; a machine without it (or with a driver that does not
+        answer within `open_timeout_s`) gets a host-only sampler saying why.
+
+        NVML is opened on a daemon thread: the caller waits in short, interruptible
+        steps, so Ctrl-C works even while the driver is stuck, and setting `cancel`
+        (from a signal handler) gives up at once (host-only)."""
+        from gputui.telemetry.nvml import NvmlSource, NvmlUnavailable, profile_fields
 
         # Process lists are expensive on real drivers (and serialise in the kernel
         # driver): refresh them about every 3 s, not every tick.
         every = process_every or max(1, round(3.0 / interval))
         slow = slow_every or max(1, round(10.0 / interval))
-        src = NvmlSource(process_every=every, slow_every=slow,
-                         fields=ALL_FIELDS if fields is None else fields)
-        try:
-            src.open()
-        except NvmlUnavailable as exc:
-            return cls(interval=interval, nvml=None, nvml_error=str(exc))
-        return cls(interval=interval, nvml=src)
+        src = NvmlSource(process_every=every, slow_every=slow, fields=profile_fields(profile))
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def opener() -> None:
+            try:
+                src.open_system()
+            except BaseException as exc:
+                failure.append(exc)
+            done.set()
+
+        threading.Thread(target=opener, name="gputui-nvml-open", daemon=True).start()
+        deadline = time.monotonic() + open_timeout_s
+        while not done.wait(min(0.2, max(0.0, deadline - time.monotonic()))):
+            if cancel is not None and cancel.is_set():
+                return cls(interval=interval, nvml=None, alerts=alerts,
+                           nvml_error="cancelled while NVML was opening")
+            if time.monotonic() >= deadline:
+                return cls(interval=interval, nvml=None, alerts=alerts,
+                           nvml_error=f"NVML did not answer within {open_timeout_s:g} s "
+                           "(the driver may be hung)")
+        if failure:
+            exc = failure[0]
+            if isinstance(exc, NvmlUnavailable):
+                return cls(interval=interval, nvml=None, nvml_error=str(exc), alerts=alerts)
+            raise exc
+        return cls(interval=interval, nvml=src, alerts=alerts, read_timeout_s=read_timeout_s)
+
+    def enable_alerts(self) -> None:
+        """Evaluate the alert rules on this sampler's side, for the frames (a view that
+        was handed a sampler asks for this before it starts)."""
+        with self._lock:
+            if self.alerts is None:
+                self.alerts = AlertEngine()
 
     @property
     def system(self) -> SystemInfo:
@@ -174,6 +139,15 @@ class Sampler:
             if fn in self._listeners:
                 self._listeners.remove(fn)
 
+    def subscribe_frames(self, fn: FrameListener) -> None:
+        with self._lock:
+            self._frame_listeners.append(fn)
+
+    def unsubscribe_frames(self, fn: FrameListener) -> None:
+        with self._lock:
+            if fn in self._frame_listeners:
+                self._frame_listeners.remove(fn)
+
     @property
     def latest(self) -> Snapshot | None:
         return self._latest
@@ -186,37 +160,63 @@ class Sampler:
         with self._lock:
             return self.tracker.ongoing()
 
+    def _read_gpus(self) -> tuple[tuple[GpuSample, ...], tuple[GpuProcess, ...]]:
+        nvml = self.nvml
+        if nvml is None:
+            return (), ()
+        if not hasattr(nvml, "read_device"):  # a stand-in source (tests): read in turn
+            return nvml.read()  # type: ignore[attr-defined, no-any-return]
+        if self._pool is None:
+            self._pool = ReaderPool(nvml)  # type: ignore[arg-type]
+        tick = self._tick_no
+        self._tick_no += 1
+        slow = tick % max(1, getattr(nvml, "slow_every", 1)) == 0
+        procs = tick % max(1, getattr(nvml, "process_every", 1)) == 0
+        return self._pool.read(slow=slow, processes=procs, timeout_s=self.read_timeout_s)
+
     def read(self) -> Snapshot:
         """Read the sources once and build a Snapshot (does not record it)."""
-        gpus: tuple[GpuSample, ...] = ()
-        procs = ()
-        if self.nvml is not None:
-            gpus, procs = self.nvml.read()  # type: ignore[attr-defined]
-            if procs:
-                procs = self.host.describe(procs)
+        gpus, procs = self._read_gpus()
+        if procs:
+            procs = self.host.describe(procs)
         host = self.host.read()
         with self._lock:
             self._seq += 1
             seq = self._seq
         return Snapshot(time=datetime.now(UTC), mono=time.monotonic(), system=self.system,
                         host=host, gpus=gpus, processes=procs, nvml_error=self.nvml_error,
-                        seq=seq, skipped_ticks=self.skipped_ticks)
+                        seq=seq, skipped_ticks=self.skipped_ticks,
+                        events=self.nvml.take_events()  # type: ignore[attr-defined]
+                        if hasattr(self.nvml, "take_events") else ())
 
-    def ingest(self, snap: Snapshot) -> list[ThrottleEpisode]:
-        """Record a snapshot (live or replayed): history, throttle episodes, listeners."""
-        self.history.append(snap)
+    def ingest(self, snap: Snapshot, *, reset: bool = False,
+               catch_up: tuple[Snapshot, ...] = ()) -> list[ThrottleEpisode]:
+        """Record a snapshot (live or replayed): throttle episodes, alerts, listeners."""
         with self._lock:
             started = self.tracker.update(snap.gpus, snap.time, snap.mono)
+            ongoing = self.tracker.ongoing()
+            raised: list = []
+            active: list = []
+            if self.alerts is not None:
+                raised = self.alerts.update(snap, ongoing)
+                active = self.alerts.active()
             self._latest = snap
             listeners = list(self._listeners)
+            frame_listeners = list(self._frame_listeners)
+            frame = Frame(snap, frozen_map(ongoing), self.tracker.episodes(), tuple(active),
+                          tuple(raised), reset, catch_up) if frame_listeners else None
         for fn in listeners:
-            try:
-                fn(snap)
-            except Exception:  # a broken consumer must not stop sampling for the others
-                import logging
-
-                logging.getLogger("gputui").exception("snapshot listener failed")
+            self._call(fn, snap)
+        for fl in frame_listeners:
+            self._call(fl, frame)
         return started
+
+    @staticmethod
+    def _call(fn: Callable[[object], object], arg: object) -> None:
+        try:
+            fn(arg)
+        except Exception:  # a broken consumer must not stop sampling for the others
+            logging.getLogger("gputui").exception("snapshot listener failed")
 
     def tick(self) -> Snapshot:
         snap = self.read()
@@ -224,11 +224,23 @@ class Sampler:
         return snap
 
     def reset(self) -> None:
-        """Forget history and episodes (replay seeks backwards with this)."""
-        self.history.clear()
+        """Forget episodes and alerts (replay seeks backwards with this)."""
         with self._lock:
             self.tracker = ThrottleTracker()
+            if self.alerts is not None:
+                self.alerts.reset()
             self._latest = None
+
+    def rebuild(self, before: Sequence[Snapshot], snap: Snapshot) -> None:
+        """Start over from `before` (quietly: episodes and alerts only), then announce
+        `snap` with a frame that tells views to rebuild their history from `before`."""
+        self.reset()
+        with self._lock:
+            for s in before:
+                self.tracker.update(s.gpus, s.time, s.mono)
+                if self.alerts is not None:
+                    self.alerts.update(s, self.tracker.ongoing())
+        self.ingest(snap, reset=True, catch_up=tuple(before))
 
     # --- the thread ----------------------------------------------------------------------
 
@@ -242,14 +254,27 @@ class Sampler:
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout)
+            # Bounded: a tick waits for the devices at most read_timeout_s.
+            self._thread.join(min(timeout, self.read_timeout_s + 1.0))
             self._thread = None
 
     def close(self) -> None:
+        """Stop and release NVML without ever blocking on a hung driver call."""
         self.stop()
+        hung = False
+        if self._pool is not None:
+            hung = self._pool.hung
+            self._pool.close()
         close = getattr(self.nvml, "close", None)
-        if close is not None:
+        if close is None:
+            return
+        if not hung:
             close()
+            return
+        # A device is stuck inside the driver: shutting NVML down could wait behind it.
+        t = threading.Thread(target=close, name="gputui-nvml-close", daemon=True)
+        t.start()
+        t.join(0.5)
 
     def _run(self) -> None:
         next_at = time.monotonic()
@@ -257,14 +282,12 @@ class Sampler:
             try:
                 self.tick()
             except Exception:
-                import logging
-
                 logging.getLogger("gputui").exception("sampler tick failed")
             next_at += self.interval
             now = time.monotonic()
             if now > next_at:
-                # Slow NVML calls made us late: skip the missed ticks instead of
-                # firing them back to back, and count them so the UI can say so.
+                # Slow reads made us late: skip the missed ticks instead of firing them
+                # back to back, and count them so the UI can say so.
                 missed = int((now - next_at) // self.interval) + 1
                 self.skipped_ticks += missed
                 next_at += missed * self.interval

@@ -8,9 +8,11 @@ from typing import Any
 
 from gputui.telemetry.model import (
     DeviceInfo,
+    GpuEvent,
     GpuProcess,
     GpuSample,
     HostSample,
+    NvLink,
     Snapshot,
     SystemInfo,
     iso_utc,
@@ -21,7 +23,8 @@ from gputui.telemetry.throttle import is_throttling, mask_from_keys, reason_keys
 SCHEMA_VERSION = 1
 
 _INFO_FIELDS = [f.name for f in fields(DeviceInfo)]
-_SAMPLE_FIELDS = [f.name for f in fields(GpuSample) if f.name not in ("info", "throttle_mask")]
+_SAMPLE_FIELDS = [f.name for f in fields(GpuSample)
+                  if f.name not in ("info", "throttle_mask", "nvlink_links")]
 
 
 def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
@@ -36,6 +39,9 @@ def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
     d["throttle_mask"] = g.throttle_mask
     # Unknown (lost, unsupported, a failed read) is null, not "not throttling".
     d["throttling"] = None if g.throttle_mask is None else is_throttling(g.throttle_mask)
+    d["nvlink_links"] = None if g.nvlink_links is None else [
+        {"link": n.link, "active": n.active, "tx_bps": n.tx_bps, "rx_bps": n.rx_bps}
+        for n in g.nvlink_links]
     return d
 
 
@@ -68,10 +74,19 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
                 "rss_bytes": p.rss_bytes,
                 "started": iso_utc(datetime.fromtimestamp(p.started, UTC)) if p.started else None,
                 "command": p.command,
+                "sm_util_pct": p.sm_util_pct,
+                "mem_util_pct": p.mem_util_pct,
+                "enc_util_pct": p.enc_util_pct,
+                "dec_util_pct": p.dec_util_pct,
+                "container": p.container,
             }
             for p in s.processes
         ],
         "nvml_error": s.nvml_error,
+        # XID / ECC events NVML reported since the previous snapshot (a recording keeps
+        # each once, on the line of the tick it arrived in).
+        "events": [{"gpu": e.gpu_index, "kind": e.kind, "xid": e.xid, "meaning": e.meaning,
+                    "time": iso_utc(e.time)} for e in s.events],
     }
 
 
@@ -79,25 +94,117 @@ class SchemaError(ValueError):
     pass
 
 
+_EVENT_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "gpu": (int, False), "kind": (str, False), "xid": (int, True), "meaning": (str, True),
+    "time": (str, False)}
+
+
+_NVLINK_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "link": (int, False), "active": (bool, False), "tx_bps": ((int, float), True),
+    "rx_bps": ((int, float), True)}
+
+
+def _nvlink(where: str, n: dict[str, Any]) -> NvLink:
+    _check(where, n, _NVLINK_TYPES)
+    return NvLink(link=n["link"], active=n["active"], tx_bps=n.get("tx_bps"),
+                  rx_bps=n.get("rx_bps"))
+
+
+def _event(i: int, e: dict[str, Any]) -> GpuEvent:
+    _check(f"events[{i}]", e, _EVENT_TYPES)
+    return GpuEvent(gpu_index=e["gpu"], kind=e["kind"], time=parse_iso(e["time"]),
+                    xid=e.get("xid"), meaning=e.get("meaning") or "")
+
+
+def _kind(annotation: str) -> tuple[type | tuple[type, ...], bool]:
+    """(accepted JSON types, None allowed) for a dataclass field's annotation text."""
+    optional = "None" in annotation
+    if annotation.startswith("float"):
+        return (int, float), optional
+    if annotation.startswith("int"):
+        return int, optional
+    if annotation.startswith("bool"):
+        return bool, optional
+    return str, optional
+
+
+def _fields_of(cls: type, names: list[str]) -> dict[str, tuple[type | tuple[type, ...], bool]]:
+    types = {f.name: f.type for f in fields(cls)}
+    return {n: _kind(str(types[n])) for n in names}
+
+
+_INFO_TYPES = _fields_of(DeviceInfo, _INFO_FIELDS)
+_SAMPLE_TYPES = _fields_of(GpuSample, _SAMPLE_FIELDS)
+_HOST_NUMBERS = ("cpu_pct", "mem_used_bytes", "mem_total_bytes", "swap_used_bytes",
+                 "swap_total_bytes")
+_PROC_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "gpu": (int, False), "pid": (int, False), "gpu_mem_bytes": (int, True),
+    "cpu_pct": ((int, float), True), "rss_bytes": (int, True), "user": (str, True),
+    "command": (str, True), "kind": (str, True), "started": (str, True),
+    "sm_util_pct": (int, True), "mem_util_pct": (int, True), "enc_util_pct": (int, True),
+    "dec_util_pct": (int, True), "container": (str, True)}
+
+
+def _check(where: str, d: dict[str, Any],
+           types: dict[str, tuple[type | tuple[type, ...], bool]]) -> None:
+    """A value of the wrong JSON type (a string where a number belongs) is a SchemaError
+    naming the field, not a crash later in whatever shows it."""
+    for name, (want, optional) in types.items():
+        v = d.get(name)
+        if v is None:
+            if optional or name not in d:
+                continue
+        elif isinstance(v, want) and not (isinstance(v, bool) and want is not bool):
+            continue
+        raise SchemaError(f"{where}.{name} is {json_type(v)}, not {type_words(want)}")
+
+
+def json_type(v: object) -> str:
+    return {type(None): "null", bool: "a boolean", str: "a string", int: "a number",
+            float: "a number", list: "a list", dict: "an object"}.get(type(v), "a value")
+
+
+def type_words(want: type | tuple[type, ...]) -> str:
+    if want is bool:
+        return "true/false"
+    return "text" if want is str else "a number"
+
+
 def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Snapshot:
     """Inverse of snapshot_to_dict, for replay. Raises SchemaError on anything malformed."""
     try:
         host = d["host"]
+        _check("host", host, {k: ((int, float), True) for k in _HOST_NUMBERS})
+        for key in ("cpu_per_core_pct", "load_avg"):
+            if not all(isinstance(x, int | float) and not isinstance(x, bool)
+                       for x in host.get(key) or ()):
+                raise SchemaError(f"host.{key} holds something that is not a number")
         gpus = []
-        for g in d["gpus"]:
+        for i, g in enumerate(d["gpus"]):
+            _check(f"gpus[{i}]", g, _INFO_TYPES)
+            _check(f"gpus[{i}]", g, _SAMPLE_TYPES)
             info = DeviceInfo(**{k: g.get(k) for k in _INFO_FIELDS})
             sample_kwargs = {k: g.get(k) for k in _SAMPLE_FIELDS}
+            # Recordings from before stale readings existed: current values.
+            sample_kwargs["stale"] = bool(g.get("stale") or False)
             mask = g.get("throttle_mask")
             if mask is None and g.get("throttle_reasons") is not None:
                 mask = mask_from_keys(g["throttle_reasons"])
+            links = g.get("nvlink_links")
+            sample_kwargs["nvlink_links"] = None if links is None else tuple(
+                _nvlink(f"gpus[{i}].nvlink_links[{j}]", n) for j, n in enumerate(links))
             gpus.append(GpuSample(info=info, throttle_mask=mask, **sample_kwargs))
         procs = []
-        for p in d.get("processes") or []:
+        for i, p in enumerate(d.get("processes") or []):
+            _check(f"processes[{i}]", p, _PROC_TYPES)
             started = parse_iso(p["started"]).timestamp() if p.get("started") else None
             procs.append(GpuProcess(
                 gpu_index=p["gpu"], pid=p["pid"], gpu_mem_bytes=p.get("gpu_mem_bytes"),
                 kind=p.get("kind", "compute"), user=p.get("user"), command=p.get("command"),
-                cpu_pct=p.get("cpu_pct"), rss_bytes=p.get("rss_bytes"), started=started))
+                cpu_pct=p.get("cpu_pct"), rss_bytes=p.get("rss_bytes"), started=started,
+                sm_util_pct=p.get("sm_util_pct"), mem_util_pct=p.get("mem_util_pct"),
+                enc_util_pct=p.get("enc_util_pct"), dec_util_pct=p.get("dec_util_pct"),
+                container=p.get("container")))
         load = host.get("load_avg")
         return Snapshot(
             time=parse_iso(d["time"]),
@@ -118,6 +225,7 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
             gpus=tuple(gpus),
             processes=tuple(procs),
             nvml_error=d.get("nvml_error"),
+            events=tuple(_event(i, e) for i, e in enumerate(d.get("events") or [])),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SchemaError(f"not a gputui snapshot ({type(exc).__name__}: {exc})") from exc

@@ -8,6 +8,7 @@ Everything downstream stores W, J, bytes and B/s.
 from __future__ import annotations
 
 KIB = 1024
+GIB = KIB**3
 
 
 def mw_to_w(milliwatts: int | None) -> float | None:
@@ -47,6 +48,11 @@ def fmt_bytes(n: float | None, *, unit: str | None = None) -> str:
             return f"{value:.0f}{u}" if u in ("B", "KiB", "MiB") else f"{value:.1f}{u}"
         value /= 1024
     return NA  # unreachable; keeps type checkers calm
+
+
+def gib(n: float | None) -> str:
+    """Bytes as a bare GiB number with one decimal ("40.0"), for "used/total G" gauges."""
+    return NA if n is None else f"{n / GIB:.1f}"
 
 
 def fmt_rate(bps: float | None) -> str:

@@ -3,54 +3,45 @@
 One BenchSession per app (`bench_session(app)`), not per screen: a run goes on while the
 user is back on the monitor, and the bench screen shows it again when reopened.
 
-Threads: BenchRun calls `on_event`/`on_done` on its own threads. Those callbacks only
-stamp the wall-clock time, build immutable points, save the finished result (a file write
-with fsync: never on the event loop) and then hop onto the event loop with
-`app.call_from_thread`; all state the screen reads is changed on the event loop only.
-Nothing here waits for a process on the event loop.
+The runs themselves belong to a headless RunQueue (gputui.bench.run_queue), which starts,
+cancels and saves them. Its callbacks run on the runner's threads and only post messages
+(RunEvent, RunFinished) to the app, never waiting for the UI; the app hands them back to
+this session on the event loop (`apply_event`, `apply_finished`), and the session posts
+BenchChanged to the screens showing it. All state the screens read changes on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import statistics
-import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gputui.bench import results
+from gputui.bench import events, stats
 from gputui.bench.attribution import Attribution, ThroughputPoint, attribute
 from gputui.bench.attribution import _inside as _window_inside  # one rule for "throttled"
-from gputui.bench.events import PHASES
+from gputui.bench.result import ErrorInfo, Result
+from gputui.bench.run_queue import Finished, Planned, RunQueue
 from gputui.bench.runner import (
     DEFAULT_GRACE_S,
     DEFAULT_TIMEOUT_S,
     BenchRun,
     worker_nvml_index,
 )
-from gputui.errors import GputuiError
 from gputui.telemetry.throttle import ThrottleEpisode
+from gputui.ui.bench_messages import BenchChanged, RunEvent, RunFinished
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.message_pump import MessagePump
 
 SESSION_ATTR = "_gputui_bench_session"
 FINISHED_KEPT = 20
 SHUTDOWN_GRACE_S = 1.0  # at exit: SIGTERM, this long for a partial result, then SIGKILL
 
-View = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A validated spec waiting in the queue."""
-
-    spec: Mapping[str, Any]
-    label: str
+__all__ = ["BenchSession", "LiveRun", "Planned", "bench_session", "spec_label",
+           "stop_benchmarks"]
 
 
 def spec_label(spec: Mapping[str, Any]) -> str:
@@ -85,14 +76,10 @@ def gpu_of(device: str | None, env: Mapping[str, Any] | None = None) -> int | No
     return worker_nvml_index(env or {})
 
 
-def run_episodes(sampler: Any, gpu_index: int | None, start: datetime,
+def run_episodes(episodes: Sequence[ThrottleEpisode], gpu_index: int | None, start: datetime,
                  end: datetime) -> list[ThrottleEpisode]:
-    """The sampler's throttle episodes on this GPU that overlapped [start, end]."""
-    if sampler is None or gpu_index is None:
-        return []
-    try:
-        episodes = sampler.episodes()
-    except Exception:
+    """The throttle episodes on this GPU that overlapped [start, end]."""
+    if gpu_index is None:
         return []
     return [ep for ep in episodes
             if ep.gpu_index == gpu_index and ep.start <= end and (ep.end or end) >= start]
@@ -100,99 +87,99 @@ def run_episodes(sampler: Any, gpu_index: int | None, start: datetime,
 
 @dataclass
 class LiveRun:
-    """What the screen shows about one run. Changed on the event loop only."""
+    """What the screen shows about one run. Changed on the event loop only (except
+    `thread_points`/`thread_gpu`, written by the runner's thread before it posts)."""
 
     planned: Planned
-    id: str
-    run: BenchRun | None = None
+    run: BenchRun | None = None  # set when the queue starts it
     started_wall: datetime = field(default_factory=lambda: datetime.now(UTC))
     finished_wall: datetime | None = None
-    stage: str = "starting"  # starting, loading, warmup, running, cancelling, done
+    stage: str = "queued"  # queued, starting, loading, warmup, running, cancelling, done
     device: str | None = None
     device_name: str | None = None
     gpu_index: int | None = None
     warmup: tuple[int, int] | None = None
-    progress: dict[str, Any] | None = None
+    progress: events.Progress | None = None
     points: list[ThroughputPoint] = field(default_factory=list)
     step_ms: list[float] = field(default_factory=list)
     unit: str = ""
     phases_ms: dict[str, float] | None = None
-    sweep_points: list[dict[str, Any]] = field(default_factory=list)
-    error_event: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
-    saved_path: Path | None = None
-    save_error: str | None = None
+    sweep_points: list[events.Point] = field(default_factory=list)
+    error_event: events.Failed | None = None
+    result: Result | None = None
+    finished: Finished | None = None
     attributions: list[Attribution] = field(default_factory=list)
-    stderr_tail: list[str] = field(default_factory=list)
     gpu_mem_max: int | None = None  # device memory used, max seen by the monitor (GPU runs)
-    # Written by the runner's reader thread only; read by on_done after the reader ended.
     thread_points: list[ThroughputPoint] = field(default_factory=list)
-    # Set once the result is saved (on the runner's thread): exit waits for this, not
-    # only for the worker, so a cancelled run's partial result is on disk before we go.
-    saved: threading.Event = field(default_factory=threading.Event)
+    thread_gpu: int | None = None
+    thread_attributions: list[Attribution] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.planned.id
 
     @property
     def spec(self) -> Mapping[str, Any]:
         return self.planned.spec
 
     @property
-    def finished(self) -> bool:
+    def done(self) -> bool:
         return self.result is not None
 
     @property
     def status(self) -> str:
-        return str(self.result.get("status")) if self.result else self.stage
+        return self.result.status if self.result is not None else self.stage
+
+    @property
+    def saved(self) -> bool:
+        return self.finished is not None and self.finished.path is not None
 
     @property
     def fraction(self) -> float | None:
         """Progress 0..1 of the timed part, None while unknown."""
         if self.result is not None:
-            return 1.0 if self.result.get("status") == "ok" else None
+            return 1.0 if self.result.status == "ok" else None
         p = self.progress
-        if not p:
-            return 0.0 if self.stage in ("warmup", "loading", "starting") else None
-        if p.get("of"):
-            return min(1.0, float(p["step"]) / float(p["of"]))
-        if p.get("duration_s"):
-            return min(1.0, float(p["elapsed_s"]) / float(p["duration_s"]))
+        if p is None:
+            return 0.0 if self.stage in ("warmup", "loading", "starting", "queued") else None
+        if p.of:
+            return min(1.0, p.step / p.of)
+        if p.duration_s:
+            return min(1.0, p.elapsed_s / p.duration_s)
         return None
 
     @property
     def current(self) -> float | None:
+        """The last progress window's rate ("now")."""
         return self.points[-1].throughput if self.points else None
 
     @property
     def stopped_fraction(self) -> float:
         """Where a run that did not finish ok stopped, 0..1: steps done of the planned
         steps, or seconds elapsed of the planned duration."""
-        p = self.progress or {}
-        try:
-            if p.get("of"):
-                return min(1.0, float(p["step"]) / float(p["of"]))
-            if p.get("duration_s"):
-                return min(1.0, float(p.get("elapsed_s") or 0.0) / float(p["duration_s"]))
-        except (TypeError, ValueError, ZeroDivisionError):
+        p = self.progress
+        if p is None:
             return 0.0
+        if p.of:
+            return min(1.0, p.step / p.of)
+        if p.duration_s:
+            return min(1.0, p.elapsed_s / p.duration_s)
         return 0.0
 
     @property
-    def median(self) -> float | None:
-        """The median of the progress windows' rates: the chart's own basis, during and
-        after the run (the result's per-step median is another quantity)."""
-        return statistics.median(p.throughput for p in self.points) if self.points else None
+    def headline(self) -> float | None:
+        """The one throughput the run is known by: samples ÷ seconds of the timed loop
+        (stats.HEADLINE_DEFINITION) — the result's, or so far from the last window."""
+        if self.result is not None:
+            return self.result.headline
+        p = self.progress
+        if p is None or p.total_samples is None:
+            return None
+        return stats.rate(p.total_samples, p.elapsed_s)
 
     @property
-    def overall(self) -> float | None:
-        """The finished run's overall rate: total samples ÷ wall time (throughput.mean)."""
-        tp = (self.result or {}).get("throughput")
-        value = tp.get("mean") if isinstance(tp, Mapping) else None
-        return float(value) if isinstance(value, int | float) and value > 0 else None
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        if self.result is not None and isinstance(self.result.get("error"), dict):
-            return self.result["error"]
-        return None
+    def error(self) -> ErrorInfo | None:
+        return self.result.error if self.result is not None else None
 
     def throttled_flags(self, episodes: list[ThrottleEpisode], now: datetime) -> list[bool]:
         """Per progress window: did it overlap an episode (the attribution's rule)?"""
@@ -202,7 +189,7 @@ class LiveRun:
 
 
 class BenchSession:
-    """The queue and the current run of one app. Methods are called on the event loop."""
+    """The runs of one app. Public methods are called on the event loop."""
 
     def __init__(self, app: App[Any]) -> None:
         self.app = app
@@ -211,39 +198,43 @@ class BenchSession:
         self.env: dict[str, str] | None = None
         self.timeout_s: float | None = DEFAULT_TIMEOUT_S
         self.grace_s: float = DEFAULT_GRACE_S
-        self.queue: list[Planned] = []
+        self.runs = RunQueue(on_event=self._event_thread, on_finished=self._finished_thread,
+                             annotate=self._annotate_thread, on_started=self._started_any,
+                             auto_advance=False)
+        self.lives: dict[str, LiveRun] = {}
         self.current: LiveRun | None = None
         self.last: LiveRun | None = None
         self.finished_runs: list[LiveRun] = []
         self.form: dict[str, Any] = {}  # the form as last left, restored on reopening
-        self._views: list[View] = []
-        self._closing = False
-        self._loop_thread = threading.get_ident()
+        self._screens: list[MessagePump] = []
 
-    # --- views -----------------------------------------------------------------------------
+    # --- who shows the session ---------------------------------------------------------------
 
-    def add_view(self, view: View) -> None:
-        self._views.append(view)
+    def subscribe(self, target: MessagePump) -> None:
+        if target not in self._screens:
+            self._screens.append(target)
 
-    def remove_view(self, view: View) -> None:
-        if view in self._views:
-            self._views.remove(view)
+    def unsubscribe(self, target: MessagePump) -> None:
+        if target in self._screens:
+            self._screens.remove(target)
 
     def _changed(self, what: str) -> None:
-        for view in list(self._views):
-            try:
-                view(what)
-            except Exception:  # a view being torn down must not stop the run's bookkeeping
-                import logging
-
-                logging.getLogger("gputui").exception("bench view update failed")
-        hook = getattr(self.app, "bench_changed", None)  # the monitor's header
-        if callable(hook):
-            hook()
+        for target in list(self._screens):
+            target.post_message(BenchChanged(what))
 
     @property
     def sampler(self) -> Any:
         return getattr(self.app, "sampler", None)
+
+    def _episodes(self) -> Sequence[ThrottleEpisode]:
+        """Every throttle episode the monitor knows, from its latest (immutable) frame:
+        the UI reads what the frames carry, never the sampler itself."""
+        frame = getattr(self.app, "latest_frame", None)
+        return frame.episodes if frame is not None else ()
+
+    @property
+    def queue(self) -> list[Planned]:
+        return self.runs.pending
 
     @property
     def shown(self) -> LiveRun | None:
@@ -252,172 +243,155 @@ class BenchSession:
 
     def episodes_for(self, live: LiveRun) -> list[ThrottleEpisode]:
         end = live.finished_wall or datetime.now(UTC)
-        return run_episodes(self.sampler, live.gpu_index, live.started_wall, end)
+        return run_episodes(self._episodes(), live.gpu_index, live.started_wall, end)
 
-    # --- queue -----------------------------------------------------------------------------
+    # --- commands ----------------------------------------------------------------------------
 
     def submit(self, spec: Mapping[str, Any]) -> int:
         """Queue a validated spec; returns how many runs are ahead of it (0: started now)."""
-        ahead = len(self.queue) + (self.current is not None)
-        self.queue.append(Planned(dict(spec), spec_label(spec)))
+        self.runs.grace_s = self.grace_s
+        self.runs.run_options = {"worker_cmd": self.worker_cmd, "env": self.env,
+                                 # the monitor's sampler: NVML is not opened twice
+                                 "sampler": self.sampler}
+        planned = Planned(dict(spec), spec_label(spec), timeout_s=self.timeout_s)
+        live = LiveRun(planned)
+        self.lives[planned.id] = live
+        ahead = self.runs.submit(planned)
+        self._sync_current()
         self._changed("queue")
-        self._start_next()
         return ahead
 
     def remove_queued(self, index: int) -> Planned | None:
         """Drop one waiting run (0 = next to start); None if there is no such entry."""
-        if not 0 <= index < len(self.queue):
-            return None
-        planned = self.queue.pop(index)
-        self._changed("queue")
+        planned = self.runs.remove(index)
+        if planned is not None:
+            self.lives.pop(planned.id, None)
+            self._changed("queue")
         return planned
 
     def clear_queue(self) -> int:
-        n = len(self.queue)
-        self.queue.clear()
+        for planned in self.runs.pending:
+            self.lives.pop(planned.id, None)
+        n = self.runs.clear()
         self._changed("queue")
         return n
 
     def cancel(self) -> bool:
-        """SIGTERM the current run now, SIGKILL after the grace period (BenchRun.cancel)."""
+        """SIGTERM the current run now, SIGKILL after the grace period."""
         live = self.current
-        if live is None or live.run is None or live.finished:
+        if live is None or live.done or not self.runs.cancel():
             return False
-        live.run.cancel()  # a signal and a timer: returns at once
         live.stage = "cancelling"
         self._changed("live")
         return True
 
-    def _start_next(self) -> None:
-        if self.current is not None or not self.queue or self._closing:
-            return
-        planned = self.queue.pop(0)
-        live = LiveRun(planned, results.new_id())
-        run = BenchRun(
-            planned.spec,
-            on_event=lambda ev: self._event_thread(live, ev),
-            on_done=lambda doc: self._done_thread(live, doc),
-            timeout_s=self.timeout_s,
-            grace_s=self.grace_s,
-            worker_cmd=self.worker_cmd,
-            env=self.env,
-            result_id=live.id,
-            sampler=self.sampler,  # the monitor's sampler: NVML is not opened twice
-        )
-        live.run = run
-        self.current = live
-        self._changed("start")
-        # Popen is a fork + exec (milliseconds). On the event loop thread, which is the
-        # main thread when the app runs for real, so the runner arms PDEATHSIG: the
-        # worker dies with us even if we are SIGKILLed.
-        run.start()
+    def _sync_current(self) -> None:
+        """The run the queue has started is the current one (it may have just begun)."""
+        cur = self.runs.current
+        live = self.lives.get(cur[0].id) if cur is not None else None
+        if live is not None and live is not self.current and not live.done:
+            live.stage = "starting"
+            live.started_wall = datetime.now(UTC)
+            self.current = live
+            self._changed("start")
 
-    # --- runner threads -> event loop ---------------------------------------------------------
+    # --- runner threads: stamp, compute, post ---------------------------------------------------
 
-    def _hop(self, fn: Callable[..., Any], *args: Any) -> None:
-        if self._closing:
-            return
-        if threading.get_ident() == self._loop_thread:
-            # A worker that failed to spawn finishes inside start(), on the loop itself.
-            self.app.call_later(fn, *args)
-            return
-        with contextlib.suppress(RuntimeError):  # the app stopped: nothing left to show
-            self.app.call_from_thread(fn, *args)
+    def _post(self, message: RunEvent | RunFinished) -> None:
+        # post_message is thread-safe and never waits for the loop; a closed app drops it.
+        self.app.post_message(message)
 
-    def _event_thread(self, live: LiveRun, event: dict[str, Any]) -> None:
+    def _started_any(self, planned: Planned, run: BenchRun) -> None:
+        # On the loop (submit, advance): a reference only, set before the run starts.
+        live = self.lives.get(planned.id)
+        if live is not None:
+            live.run = run
+
+    def _event_thread(self, planned: Planned, event: events.Event) -> None:
         # Stamped when received here, not when shown: the loop may be busy for a moment,
         # and the attribution compares these times with the sampler's episodes.
         received = datetime.now(UTC)
         point = None
-        if event.get("event") == "progress":
-            tp = event.get("throughput")
-            window = event.get("window_s")
-            if isinstance(tp, int | float) and tp > 0 and isinstance(window, int | float):
-                point = ThroughputPoint(received, float(window), float(tp))
+        live = self.lives.get(planned.id)
+        if isinstance(event, events.Progress) and event.throughput > 0:
+            point = ThroughputPoint(received, float(event.window_s), float(event.throughput))
+            if live is not None:
                 live.thread_points.append(point)
-        self._hop(self._on_event, live, event, point)
+        if isinstance(event, events.Started) and live is not None:
+            live.thread_gpu = gpu_of(event.env.get("device") or planned.spec.get("device"),
+                                     event.env)
+        self._post(RunEvent(planned.id, event, point))
 
-    def _done_thread(self, live: LiveRun, doc: dict[str, Any]) -> None:
-        try:
-            self._finish_thread(live, doc)
-        finally:
-            live.saved.set()  # even if saving failed: nobody waits forever
-
-    def _finish_thread(self, live: LiveRun, doc: dict[str, Any]) -> None:
+    def _annotate_thread(self, planned: Planned, result: Result) -> Result:
+        """Before saving: which throttle episodes slowed the run (from our sampler)."""
+        live = self.lives.get(planned.id)
+        if live is None:
+            return result
         ended = datetime.now(UTC)
-        started = live.run.started_event if live.run is not None else None
-        env = (started or {}).get("env") or {}
-        gpu = gpu_of(env.get("device") or live.spec.get("device"), env)
-        attributions = attribute(list(live.thread_points),
-                                 run_episodes(self.sampler, gpu, live.started_wall, ended),
-                                 run_end=ended)
-        if attributions:
-            unit = str((doc.get("throughput") or {}).get("unit") or "")
-            extra = dict(doc.get("extra") or {})
-            extra["throttle_attribution"] = [
-                {"text": a.text(unit), "drop_pct": a.drop_pct, "inside": a.inside,
-                 "outside": a.outside, "episode": a.episode.to_dict(now=ended)}
-                for a in attributions]
-            doc["extra"] = extra
-        error = doc.get("error") if isinstance(doc.get("error"), dict) else None
-        path: Path | None = None
-        save_error: str | None = None
-        # As the CLI: an "invalid" error means nothing ran (no CUDA here...): not kept.
-        if not (doc.get("status") == "failed" and error and error.get("kind") == "invalid"):
-            try:
-                path = results.save(doc)
-            except (OSError, GputuiError) as exc:
-                save_error = str(exc)
-        tail = live.run.stderr_tail if live.run is not None else []
-        self._hop(self._on_done, live, doc, path, save_error, attributions, ended, tail)
+        episodes = run_episodes(self._episodes(), live.thread_gpu, live.started_wall, ended)
+        attributions = attribute(list(live.thread_points), episodes, run_end=ended)
+        live.thread_attributions = attributions
+        if not attributions:
+            return result
+        extra = dict(result.extra)
+        extra["throttle_attribution"] = [
+            {"text": a.text(result.unit), "drop_pct": a.drop_pct, "inside": a.inside,
+             "outside": a.outside, "episode": a.episode.to_dict(now=ended)}
+            for a in attributions]
+        return replace(result, extra=extra)
 
-    # --- on the event loop ------------------------------------------------------------------
+    def _finished_thread(self, finished: Finished) -> None:
+        self._post(RunFinished(finished, datetime.now(UTC)))
 
-    def _on_event(self, live: LiveRun, event: dict[str, Any],
-                  point: ThroughputPoint | None) -> None:
-        kind = event.get("event")
-        if kind == "started":
-            env = event.get("env") if isinstance(event.get("env"), dict) else {}
-            live.device = str(env.get("device") or live.spec.get("device") or "")
-            live.device_name = env.get("device_name")
-            live.gpu_index = gpu_of(live.device, env)
+    # --- on the event loop (the app hands the messages over) -----------------------------------
+
+    def apply_event(self, message: RunEvent) -> None:
+        live = self.lives.get(message.run_id)
+        if live is None:
+            return
+        if self.current is not live and not live.done:
+            self.current = live
+        event = message.event
+        if isinstance(event, events.Started):
+            live.device = str(event.env.get("device") or live.spec.get("device") or "")
+            live.device_name = event.env.get("device_name")
+            live.gpu_index = gpu_of(live.device, event.env)
             live.stage = "loading"
-        elif kind == "warmup":
-            live.warmup = (int(event["step"]), int(event["of"]))
+        elif isinstance(event, events.Warmup):
+            live.warmup = (event.step, event.of)
             live.stage = "warmup"
-        elif kind == "progress":
+        elif isinstance(event, events.Progress):
             prev = live.progress
             live.progress = event
-            live.unit = str(event.get("unit") or live.unit)
-            steps = int(event["step"]) - (int(prev["step"]) if prev else 0)
-            if steps > 0 and float(event.get("window_s") or 0) > 0:
-                live.step_ms.append(1000.0 * float(event["window_s"]) / steps)
-            if point is not None:
-                live.points.append(point)
+            live.unit = event.unit or live.unit
+            steps = event.step - (prev.step if prev is not None else 0)
+            if steps > 0 and event.window_s > 0:
+                live.step_ms.append(1000.0 * event.window_s / steps)
+            if message.point is not None:
+                live.points.append(message.point)
             if live.stage != "cancelling":
                 live.stage = "running"
-        elif kind == "phase":
-            phases = event.get("phases_ms") or {}
-            live.phases_ms = {k: float(phases[k]) for k in PHASES
-                              if isinstance(phases.get(k), int | float)}
-        elif kind == "point":
+        elif isinstance(event, events.Phase):
+            live.phases_ms = {k: float(v) for k, v in event.phases_ms.items()
+                              if k in events.PHASES and isinstance(v, int | float)}
+        elif isinstance(event, events.Point):
             live.sweep_points.append(event)
-        elif kind == "error":
+        elif isinstance(event, events.Failed):
             live.error_event = event
         self._changed("live")
 
-    def _on_done(self, live: LiveRun, doc: dict[str, Any], path: Path | None,
-                 save_error: str | None, attributions: list[Attribution], ended: datetime,
-                 tail: list[str]) -> None:
-        live.result = doc
-        live.saved_path = path
-        live.save_error = save_error
-        live.attributions = attributions
-        live.finished_wall = ended
-        live.stderr_tail = tail
+    def apply_finished(self, message: RunFinished) -> None:
+        finished = message.finished
+        live = self.lives.pop(finished.planned.id, None)
+        if live is None:
+            return
+        live.result = finished.result
+        live.finished = finished
+        live.attributions = live.thread_attributions
+        live.finished_wall = message.ended
         live.stage = "done"
         if not live.unit:
-            live.unit = results.throughput_of(doc)[1]
+            live.unit = finished.result.unit
         if self.current is live:
             self.current = None
         self.last = live
@@ -425,43 +399,40 @@ class BenchSession:
         del self.finished_runs[:-FINISHED_KEPT]  # each keeps its points: bound the memory
         self._toast(live)
         self._changed("done")
-        self._start_next()
+        # The next run starts here, on the main thread (see RunQueue.auto_advance).
+        self.runs.advance()
+        self._sync_current()
 
     def _toast(self, live: LiveRun) -> None:
-        doc = live.result or {}
-        status = doc.get("status")
+        from gputui.bench.fmt import fmt_throughput
+
+        result, finished = live.result, live.finished
+        assert result is not None and finished is not None
         what = live.planned.label
-        if status == "ok":
-            self.app.notify(f"{what}: {results.fmt_throughput(doc)}", title="Benchmark done",
-                            timeout=6)
-        elif status == "cancelled":
+        # Labels and messages come from settings and the worker: never markup.
+        if result.status == "ok":
+            self.app.notify(f"{what}: {fmt_throughput(result.throughput)}",
+                            title="Benchmark done", timeout=6, markup=False)
+        elif result.status == "cancelled":
             self.app.notify(f"{what}: cancelled (partial result kept)",
-                            title="Benchmark cancelled", severity="warning", timeout=6)
+                            title="Benchmark cancelled", severity="warning", timeout=6,
+                            markup=False)
         else:
-            err = live.error or {}
-            self.app.notify(f"{what}: {err.get('kind', 'error')}: {err.get('message', '')}",
-                            title="Benchmark failed", severity="error", timeout=10)
-        if live.save_error:
-            self.app.notify(f"result not saved: {live.save_error}", severity="error",
-                            timeout=10)
+            err = result.error
+            self.app.notify(f"{what}: {err.kind if err else 'error'}: "
+                            f"{err.message if err else ''}",
+                            title="Benchmark failed", severity="error", timeout=10,
+                            markup=False)
+        if finished.save_error:
+            self.app.notify(f"result not saved: {finished.save_error}", severity="error",
+                            timeout=10, markup=False)
 
     # --- exit ------------------------------------------------------------------------------
 
     def shutdown(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
-        """Blocking (call it off the event loop): no worker outlives the app.
-
-        SIGTERM first so a cooperative worker can still report (its partial result is
-        saved as "cancelled" on the runner's thread), SIGKILL after `grace_s`.
-        """
-        self._closing = True
-        self.queue.clear()
-        live = self.current
-        if live is None or live.run is None:
-            return
-        live.run.cancel()
-        if not live.run.wait(grace_s):
-            live.run.kill()
-        live.saved.wait(5.0)
+        """Blocking (call it off the event loop): no worker outlives the app, and a
+        cancelled run's partial result is on disk before we go."""
+        self.runs.shutdown(grace_s)
 
 
 def bench_session(app: App[Any]) -> BenchSession:

@@ -1,16 +1,21 @@
-"""The fleet view: one row per host × GPU, alerts underneath; scraping runs off the event loop.
+"""The fleet view: one row per host × GPU, alerts underneath; polling runs off the event loop.
 
-The poller (gputui.fleet.scrape) does every blocking call; this app only asks it
-for a FleetSnapshot on a daemon thread and shows the immutable result, posted back
-as a message. Not a Textual thread worker: those run on asyncio's default executor,
-which is joined when the app exits, so a poll in flight would keep the process alive
-after `q`. A daemon thread is simply abandoned.
+The poller (gputui.fleet.poller) reads each host on a daemon thread of its own and
+says when something changed; this app then shows `poller.snapshot()` (an immutable
+record, taken without waiting for the network). A hung or huge host holds up only its
+own thread, so the good hosts keep their refresh, and `q` never waits for a request:
+the threads are daemons and are simply abandoned. SIGHUP (exit 129), and a terminal
+that went away, end the app the way `q` does; SIGTERM too (143) (`terminal_watch.exit_on_sigterm`,
+installed by the command around `run()`), so the terminal is given back.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 import threading
-from datetime import UTC, datetime
 from typing import ClassVar
 
 from rich.text import Text
@@ -19,16 +24,20 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
-from gputui.fleet.model import FleetSnapshot, local_clock
-from gputui.fleet.scrape import Poller
-from gputui.fleet.view import host_rows
+from gputui.fleet.model import FleetSnapshot, HostState, local_clock
+from gputui.fleet.poller import Poller
+from gputui.fleet.view import alert_text, host_rows
+from gputui.safe_text import printable
+from gputui.ui.terminal_watch import watch_terminal
 
-COLUMNS = ("Host", "GPU", "Model", "Util", "Memory", "Power", "Temp", "Throttle / state")
+COLUMNS = ("Host", "GPU", "Model", "Util", "SM active", "Memory", "Power", "Temp",
+           "Throttle / state")
 STATUS_STYLE = {
     "ok": "",
     "throttling": "bold magenta",
     "hot": "bold yellow",
     "lost": "bold red",
+    "stale": "yellow",
     "down": "bold red",
     "error": "yellow",
     "pending": "dim",
@@ -37,12 +46,8 @@ STATUS_STYLE = {
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow"}
 
 
-class Polled(Message):
-    """A poll finished (posted from the polling thread)."""
-
-    def __init__(self, snapshot: FleetSnapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
+class FleetChanged(Message):
+    """A host's state changed (posted from a polling thread; at most one pending)."""
 
 
 class FleetApp(App[None]):
@@ -63,7 +68,8 @@ class FleetApp(App[None]):
         self.interval = interval
         self.snapshot: FleetSnapshot | None = None
         self.polls = 0  # snapshots shown so far (tests wait on it)
-        self._busy = False
+        self._pending = threading.Event()
+        self._stop_watch: threading.Event | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -75,36 +81,54 @@ class FleetApp(App[None]):
     def on_mount(self) -> None:
         table = self.query_one("#fleet", DataTable)
         table.add_columns(*COLUMNS)
-        self.set_interval(self.interval, self._start_poll)
-        self._start_poll(force=True)
+        if not self.is_headless:
+            asyncio.get_running_loop().add_signal_handler(
+                signal.SIGHUP, lambda: self.exit(return_code=128 + signal.SIGHUP))
+            self._stop_watch = watch_terminal(self._terminal_gone)
+        self.poller.start(self._news)
+        self._redraw()  # every host "waiting for the first answer" (where they are known)
+        # Redrawn every interval even without news: "last seen … ago" and retry countdowns.
+        self.set_interval(self.interval, self._redraw)
 
-    def action_refresh(self) -> None:
-        self._start_poll(force=True)
+    def _terminal_gone(self) -> None:
+        """On the watcher's thread, when the terminal is gone (ssh dropped, tmux killed):
+        a normal shutdown writes reset sequences, and with the pty gone that write can
+        block forever. The fleet view keeps nothing to save, so it leaves at once."""
+        with contextlib.suppress(Exception):
+            self.poller.close()
+        os._exit(0)
 
-    def _start_poll(self, force: bool = False) -> None:
-        # One poll at a time: a slow host must not pile up overlapping scrapes.
-        if self._busy:
+    def on_unmount(self) -> None:
+        self.poller.close()
+        if self._stop_watch is not None:
+            self._stop_watch.set()
+        if not self.is_headless:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+
+    def _news(self) -> None:
+        # Called on polling threads: never blocks, and at most one message is pending, so
+        # many hosts answering at once cost one redraw.
+        if self._pending.is_set():
             return
-        self._busy = True
-        threading.Thread(target=self._poll_in_thread, args=(force,), name="gputui-fleet-poll",
-                         daemon=True).start()
-
-    def _poll_in_thread(self, force: bool) -> None:
+        self._pending.set()
         try:
-            snap = self.poller.poll(force)
-        except Exception as exc:  # keep the view alive and say what went wrong
-            snap = FleetSnapshot(time=datetime.now(UTC), source="fleet",
-                                 error=f"polling failed: {type(exc).__name__}: {exc}")
-        try:
-            self.post_message(Polled(snap))  # never blocks; dropped once the app is closing
+            self.post_message(FleetChanged())
         except RuntimeError:
             pass  # the event loop is gone; nobody to show it to
 
-    def on_polled(self, message: Polled) -> None:
-        self.show(message.snapshot)
+    def on_fleet_changed(self, message: FleetChanged) -> None:
+        self._pending.clear()
+        self._redraw()
+
+    def _redraw(self) -> None:
+        snap = self.poller.snapshot()
+        if snap is not None:
+            self.show(snap)
+
+    def action_refresh(self) -> None:
+        self.poller.refresh()
 
     def show(self, snap: FleetSnapshot) -> None:
-        self._busy = False
         self.snapshot = snap
         self.polls += 1
         table = self.query_one("#fleet", DataTable)
@@ -115,11 +139,11 @@ class FleetApp(App[None]):
             table.add_row(*(Text(c, style=style) for c in row.cells), key=row.key)
         if table.row_count:
             table.move_cursor(row=min(cursor, table.row_count - 1))
-        up = sum(1 for h in snap.hosts if h.state.value == "up")
+        up = sum(1 for h in snap.hosts if h.state is HostState.UP)
         gpus = sum(len(h.gpus) for h in snap.hosts)
-        self.query_one("#status", Static).update(
-            f"{snap.source}: {up}/{len(snap.hosts)} hosts up, {gpus} GPUs — "
-            f"updated {local_clock(snap.time)}, every {self.interval:g}s")
+        self.query_one("#status", Static).update(Text(
+            f"{printable(snap.source)}: {up}/{len(snap.hosts)} hosts up, {gpus} GPUs — "
+            f"updated {local_clock(snap.time)}, every {self.interval:g}s"))
         alerts = snap.alerts()
         text = Text()
         if not alerts:
@@ -128,5 +152,5 @@ class FleetApp(App[None]):
             if i:
                 text.append("\n")
             text.append(f"{a.severity.upper():8} ", style=SEVERITY_STYLE.get(a.severity, ""))
-            text.append(a.text)
+            text.append(alert_text(a))
         self.query_one("#alerts", Static).update(text)

@@ -1,19 +1,29 @@
-"""Messages between the app and its screens/widgets."""
+"""Messages between background threads, the app and its screens/widgets."""
 
 from __future__ import annotations
 
 from textual.message import Message
 
+from gputui.telemetry.frame import Frame
 from gputui.telemetry.model import Snapshot
 
 
-class SnapshotShown(Message):
-    """Posted to a screen other than the main one after the app took in a snapshot,
-    so screens that show live data (the alerts screen) can refresh themselves."""
+class FrameReady(Message):
+    """Posted by the sampler thread (never blocking on the UI): one tick's frame."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, frame: Frame) -> None:
+        super().__init__()
+        self.frame = frame
+
+
+class SnapshotShown(Message):
+    """Posted to a screen other than the main one after the app took in a frame, so
+    screens that show live data (alerts, benchmarks) can refresh themselves from it."""
+
+    def __init__(self, snapshot: Snapshot, frame: Frame | None = None) -> None:
         super().__init__()
         self.snapshot = snapshot
+        self.frame = frame
 
 
 class SamplerOpened(Message):

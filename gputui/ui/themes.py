@@ -189,3 +189,16 @@ def resolve_theme(requested: str | None, available: Iterable[str]) -> tuple[str,
         return requested, None
     return DEFAULT_THEME, (f"unknown theme {requested!r} (available: {', '.join(sorted(names))}); "
                            f"using {DEFAULT_THEME}")
+
+
+def require_theme(name: str | None, extra_dirs: list[Path] | None = None) -> None:
+    """`--theme NAME` names a theme that loads, or the command stops before the terminal is
+    taken over: one line listing the themes there are (UsageError, exit 2)."""
+    if name is None:
+        return
+    from gputui.errors import UsageError
+
+    themes, _warnings = load_themes(extra_dirs)
+    names = sorted(t.name for t in themes)
+    if name.strip() not in names:
+        raise UsageError(f"unknown theme {name!r} (themes: {', '.join(names) or 'none'})")

@@ -19,7 +19,7 @@ from gputui.bench import events
 T0 = time.monotonic()
 
 
-def emit(event: dict) -> None:
+def emit(event: events.Event) -> None:
     print(events.encode(event, time.monotonic() - T0), flush=True)
 
 
@@ -38,14 +38,15 @@ def result_doc(spec: dict, status: str = "ok", steps: int = 3) -> dict:
 
 
 def started(spec: dict) -> None:
-    emit(events.started(os.getpid(), spec["benchmark"], spec, {"device": "cpu",
+    emit(events.Started(os.getpid(), spec["benchmark"], spec, {"device": "cpu",
                                                                "device_name": "Fake CPU"}))
 
 
 def progress(step: int) -> None:
-    emit(events.progress(step=step, of=None, elapsed_s=step * 0.1, duration_s=None,
+    # Batch 2, one step per window: the window's samples and the loop's total so far.
+    emit(events.Progress(step=step, of=None, elapsed_s=step * 0.1, duration_s=None,
                          throughput=50.0 + step, unit="images/s", window_s=0.1,
-                         samples=step * 2))
+                         samples=2, total_samples=step * 2))
 
 
 def main() -> int:
@@ -57,12 +58,12 @@ def main() -> int:
         print("{not json", flush=True)
         print('{"event": "progress"}', flush=True)  # not a valid event: fields missing
         print("[1, 2, 3]", flush=True)
-        emit(events.warmup(1, 1))
+        emit(events.Warmup(1, 1))
         print("", flush=True)
         progress(1)
         sys.stdout.buffer.write(b"\xff\xfe binary junk\n")
         sys.stdout.flush()
-        emit(events.result(result_doc(spec)))
+        emit(events.ResultReady(result_doc(spec)))
         return 0
     if mode == "crash":
         started(spec)
@@ -86,7 +87,7 @@ def main() -> int:
             step += 1
             progress(step)
             time.sleep(0.05)
-        emit(events.result(result_doc(spec, status="cancelled", steps=step)))
+        emit(events.ResultReady(result_doc(spec, status="cancelled", steps=step)))
         return 0
     if mode == "deaf":
         # Ignores SIGTERM and never reports: only SIGKILL ends it.
@@ -95,17 +96,46 @@ def main() -> int:
         progress(1)
         while True:
             time.sleep(0.1)
+    if mode == "windows_then_hang":
+        # Five windows of the timed loop, then a hang that ignores SIGTERM: only the
+        # runner's time limit (and SIGKILL) ends it, with no result from the worker.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        started(spec)
+        for step in range(1, 6):
+            progress(step)
+        while True:
+            time.sleep(0.1)
+    if mode == "cuda_timed":
+        # A CUDA run as the runner sees it: a GPU found by UUID (NVML index 0), then a
+        # timed loop of ~1.5 s with real progress times, then the result.
+        emit(events.Started(os.getpid(), spec["benchmark"], spec,
+                            {"device": "cuda:0", "device_name": "NVIDIA A100-SXM4-80GB",
+                             "compute_capability": "8.0", "nvml": {"nvml_index": 0}}))
+        t0 = time.monotonic()
+        for step in range(1, 11):
+            time.sleep(0.15)
+            emit(events.Progress(step=step, of=None, elapsed_s=time.monotonic() - t0,
+                                 duration_s=None, throughput=100.0, unit="images/s",
+                                 window_s=0.15, samples=2, total_samples=step * 2))
+        doc = result_doc(spec)
+        doc["device"] = "cuda:0"
+        doc.update(json.loads(os.environ.get("FAKE_RESULT_PATCH", "{}")))
+        emit(events.ResultReady(doc))
+        return 0
     if mode == "grandchild":
         # A child that inherits stdout and outlives the worker: the pipe stays open.
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         print(f"grandchild {child.pid}", file=sys.stderr, flush=True)
         started(spec)
-        emit(events.result(result_doc(spec)))
+        emit(events.ResultReady(result_doc(spec)))
         return 0
     started(spec)
     for step in (1, 2, 3):
         progress(step)
-    emit(events.result(result_doc(spec)))
+    doc = result_doc(spec)
+    # A test may dress the result as another device or settings (a CUDA run, say).
+    doc.update(json.loads(os.environ.get("FAKE_RESULT_PATCH", "{}")))
+    emit(events.ResultReady(doc))
     return 0
 
 

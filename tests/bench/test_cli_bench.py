@@ -129,7 +129,7 @@ def test_history_show_compare_export(data_dir: Path) -> None:
 
     proc = gputui("bench", "compare", a["id"], b["id"], "--json")
     cmp = json.loads(proc.stdout)
-    tp = next(m for m in cmp["metrics"] if m["name"] == "throughput (median)")
+    tp = next(m for m in cmp["metrics"] if m["name"] == "throughput")
     assert tp["ratio_b_over_a"] == pytest.approx(1.25)
     assert any(s["name"] == "batch_size" and s["differs"] for s in cmp["settings"])
     proc = gputui("bench", "compare", a["id"], b["id"])
@@ -177,9 +177,13 @@ def test_run_json_prints_only_the_result(data_dir: Path) -> None:
 
 @needs_torch
 def test_run_prints_a_summary(data_dir: Path) -> None:
-    proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "2")
+    proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "2",
+                  env={"COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     assert "throughput" in proc.stdout and "saved" in proc.stdout
+    assert "samples / seconds of the timed loop" in proc.stdout  # the headline, named
+    # Two step times: their percentiles are shown, marked as resting on too few values.
+    assert "step time" in proc.stdout and "(from 2 values)" in proc.stdout
 
 
 @needs_torch
@@ -203,7 +207,7 @@ def test_oom_is_reported_with_batch_and_suggestion(data_dir: Path) -> None:
     assert last.startswith("gputui: ") and "out of memory" in last and "batch 2" in last
     assert "try " in last and "Traceback" not in proc.stderr
     (doc,) = results.history().results
-    assert doc["status"] == "failed" and doc["error"]["kind"] == "oom"
+    assert doc.status == "failed" and doc.error is not None and doc.error.kind == "oom"
 
 
 @needs_torch
@@ -231,7 +235,7 @@ def test_ctrl_c_cancels_and_saves_a_partial_result(data_dir: Path) -> None:
     doc = json.loads(stdout)
     assert doc["status"] == "cancelled"
     hist = results.history()
-    assert [(d["id"], d["status"]) for d in hist.results] == [(doc["id"], "cancelled")]
+    assert [(d.id, d.status) for d in hist.results] == [(doc["id"], "cancelled")]
     for w in workers:
         assert not w.is_running() or w.status() == psutil.STATUS_ZOMBIE
 
@@ -256,9 +260,9 @@ def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path) -> None:
                   "--profile")
     assert proc.returncode == 0, proc.stderr
     (doc,) = results.history().results
-    assert doc["model"] == "lstm" and doc["status"] == "ok"
-    assert doc["samples"] == 3 * 2 * 8 and doc["throughput"]["unit"] == "tokens/s"
-    prof = doc["extra"]["profile"]
+    assert doc.model == "lstm" and doc.status == "ok"
+    assert doc.samples == 3 * 2 * 8 and doc.unit == "tokens/s"
+    prof = doc.extra["profile"]
     trace = Path(prof["trace_path"])
     assert trace.is_file() and trace.parent.parent == data_dir / "profiles"
     out = " ".join(proc.stdout.split())  # rich may wrap long cells
@@ -270,7 +274,8 @@ def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path) -> None:
 def test_summary_labels_points_once_and_explains_batch_finder() -> None:
     from rich.console import Console
 
-    from gputui.commands.bench import summary_table
+    from gputui.bench.result import Result
+    from gputui.commands.bench_view import summary_table
 
     doc = make_doc()
     doc["points"] = [
@@ -280,7 +285,7 @@ def test_summary_labels_points_once_and_explains_batch_finder() -> None:
          "ok": True, "error": None},
     ]
     console = Console(width=200, record=True)
-    console.print(summary_table(doc))
+    console.print(summary_table(Result.from_dict(doc)))
     text = console.export_text()
     assert "batch 1 batch 1" not in text and "batch 1" in text
 
@@ -289,7 +294,37 @@ def test_summary_labels_points_once_and_explains_batch_finder() -> None:
                 "extra": {"max_batch_fit": 5, "limit": "oom", "probes": 5, "probes_fit": 3,
                           "probes_failed": 2}})
     console = Console(width=200, record=True)
-    console.print(summary_table(doc))
+    console.print(summary_table(Result.from_dict(doc)))
     text = console.export_text()
     assert "largest batch that fits" in text and "5 (3 fit, 2 failed)" in text
     assert "3 / 11" in text and "3 / 0" not in text
+
+
+@needs_torch
+def test_one_headline_everywhere(data_dir: Path) -> None:
+    """samples ÷ timed-loop seconds, the same number in run, show, history, compare and
+    export (and in the text summary, as formatted)."""
+    from gputui.bench.fmt import fmt_num
+
+    proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)
+    tp = run["throughput"]
+    assert tp["definition"] == "samples / seconds of the timed loop"
+    assert tp["value"] == tp["mean"] and tp["value"] > 0
+    assert tp["windows"] >= 1 and tp["p10"] <= tp["median"] <= tp["p90"]
+    value = tp["value"]
+    rid = run["id"]
+    assert json.loads(gputui("bench", "show", rid, "--json").stdout)["throughput"]["value"] \
+        == value
+    (row,) = json.loads(gputui("bench", "history", "--json").stdout)
+    assert row["throughput_value"] == value and row["throughput_mean"] == value
+    cmp = json.loads(gputui("bench", "compare", rid, rid, "--json").stdout)
+    headline = next(m for m in cmp["metrics"] if m["name"] == "throughput")
+    assert headline["a"] == value and headline["b"] == value
+    (exported,) = csv.DictReader(io.StringIO(gputui("bench", "export").stdout))
+    assert float(exported["throughput_value"]) == value
+    shown = f"{fmt_num(value)} images/s"
+    wide = {"COLUMNS": "200"}  # whole cells in rich's tables
+    assert shown in gputui("bench", "show", rid, env=wide).stdout
+    assert shown in gputui("bench", "history", env=wide).stdout

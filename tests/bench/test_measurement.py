@@ -12,16 +12,15 @@ from typing import Any
 import pytest
 import torch
 
-from gputui.bench import catalog, events, worker
+from gputui.bench import catalog, events, measure, peaks
+from gputui.bench import stats as stats_mod
+from gputui.bench.cancel import CancelFlag
+from gputui.bench.context import Ctx
 from gputui.bench.energy import MIN_ENERGY_WINDOW_S, EnergyMeter
 from gputui.bench.memory import PeakRss
-from gputui.bench.timing import (
-    latency_loop,
-    percentile,
-    summary_ms,
-    throughput_summary,
-    timed_loop,
-)
+from gputui.bench.result import ResultBuilder
+from gputui.bench.stats import percentile
+from gputui.bench.timing import latency_loop, timed_loop
 from gputui.bench.workloads import configure_precision, make_workload, synthetic_images
 from gputui.errors import UsageError
 
@@ -29,12 +28,12 @@ CPU = torch.device("cpu")
 
 
 def make_ctx(spec: dict[str, Any], device: torch.device = CPU,
-             env: dict[str, Any] | None = None) -> tuple[worker.Ctx, list[dict]]:
-    emitted: list[dict] = []
+             env: dict[str, Any] | None = None) -> tuple[Ctx, list[events.Event]]:
+    emitted: list[events.Event] = []
     full = catalog.resolve_spec(catalog.validate_spec({"device": device.type, **spec}),
                                 device.type)
-    ctx = worker.Ctx(spec=full, device=device, env=env or {}, emit=emitted.append,
-                     cancel=worker.CancelFlag(), hooks=False)
+    ctx = Ctx(spec=full, device=device, env=env or {}, emit=emitted.append,
+              cancel=CancelFlag())
     return ctx, emitted
 
 
@@ -48,23 +47,26 @@ def test_timed_loop_counts_steps_and_samples_exactly() -> None:
         calls.append(i)
         time.sleep(0.002)
 
-    progress: list[dict] = []
+    progress: list[events.Progress] = []
     stats = timed_loop(step, device=CPU, samples_per_step=3, steps=7, duration_s=None,
-                       unit="x/s", emit=progress.append, make_progress=events.progress,
+                       unit="x/s", emit=progress.append, make_progress=events.Progress,
                        window_target_s=0.005)
     assert calls == list(range(7))
     assert stats.steps == 7 and stats.samples == 21
     assert len(stats.step_ms) == 7 and all(ms > 0 for ms in stats.step_ms)
-    assert sum(p["samples"] for p in progress) == 21
-    assert progress[-1]["step"] == 7 and len(progress) == len(stats.window_rates)
+    assert sum(p.samples for p in progress) == 21
+    assert progress[-1].total_samples == 21  # the loop's total so far
+    assert progress[-1].step == 7 and len(progress) == len(stats.window_rates)
     # The step times tile the timed loop: their sum cannot exceed its wall time.
     assert sum(stats.step_ms) <= stats.wall_s * 1000.0
-    tp = throughput_summary(stats.step_ms, 3, stats.samples, stats.wall_s, "x/s")
-    assert tp["mean"] == 21 / stats.wall_s  # total samples ÷ timed-loop wall time
-    assert tp["p10"] <= tp["median"] <= tp["p90"]
-    s = summary_ms(stats.step_ms)
-    assert s["p50"] <= s["p90"] <= s["p99"] <= max(stats.step_ms)
-    assert s["median"] == s["p50"]
+    tp = measure.loop_throughput(stats, "x/s")
+    assert tp.value == 21 / stats.wall_s  # total samples ÷ timed-loop wall time
+    assert tp.mean == tp.value and tp.windows == len(stats.window_rates)
+    assert tp.p10 <= tp.median <= tp.p90
+    s = stats_mod.spread(stats.step_ms)
+    assert s is not None and s.n == 7 and s.few  # 7 values: marked as too few
+    assert s.p50 <= s.p90 <= s.p99 <= max(stats.step_ms)
+    assert s.to_dict(with_median=True)["median"] == s.p50
 
 
 def test_warmup_is_excluded_from_counts() -> None:
@@ -75,16 +77,16 @@ def test_warmup_is_excluded_from_counts() -> None:
         calls.append(i)
         time.sleep(0.001)
 
-    worker.do_warmup(ctx, step, ctx.spec["warmup"])
-    stats = worker.measure(ctx, step, 4, "images/s")
+    measure.do_warmup(ctx, step, ctx.spec["warmup"])
+    stats = measure.measure(ctx, step, 4, "images/s")
     assert calls == [0, 1, 2, 0, 1, 2, 3, 4]  # 3 warm-up calls, then 5 timed
     assert stats.steps == 5 and stats.samples == 20 and len(stats.step_ms) == 5
-    kinds = [e["event"] for e in emitted]
+    kinds = [e.kind for e in emitted]
     assert kinds[:3] == ["warmup"] * 3 and "warmup" not in kinds[3:]
-    assert sum(e["samples"] for e in emitted if e["event"] == "progress") == 20
-    doc: dict[str, Any] = {"status": "ok"}
-    worker.fill_loop(doc, stats, 4, "images/s")
-    assert doc["steps"] == 5 and doc["samples"] == 20
+    assert sum(e.samples for e in emitted if isinstance(e, events.Progress)) == 20
+    res = ResultBuilder(id="x", benchmark="cnn-train")
+    measure.fill_loop(res, stats, "images/s")
+    assert res.steps == 5 and res.samples == 20 and res.status == "ok"
 
 
 def test_duration_bound_and_latency_loop() -> None:
@@ -92,10 +94,10 @@ def test_duration_bound_and_latency_loop() -> None:
                        steps=None, duration_s=0.02, unit="x/s")
     assert stats.steps >= 1 and stats.samples == 2 * stats.steps
     assert len(stats.step_ms) == stats.steps
-    lat, wall, stopped = latency_loop(lambda i: time.sleep(0.001), device=CPU, steps=6,
-                                      duration_s=None, emit=None, make_progress=None,
-                                      unit="x/s")
-    assert len(lat) == 6 and not stopped and sum(lat) <= wall * 1000.0
+    lat = latency_loop(lambda i: time.sleep(0.001), device=CPU, steps=6, duration_s=None,
+                       emit=None, make_progress=None, unit="x/s")
+    assert len(lat.step_ms) == 6 and not lat.stopped_early
+    assert sum(lat.step_ms) <= lat.wall_s * 1000.0 and lat.samples == 6
 
 
 def test_percentile_arithmetic() -> None:
@@ -142,9 +144,9 @@ def test_energy_needs_a_window_of_several_seconds() -> None:
     out = meter.stop(samples=100)
     assert out["energy_j_per_sample"] is None and out["avg_power_w"] is None
     assert out["extra"]["joules"] == 5.0 and "shorter than" in out["extra"]["note"]
-    doc: dict[str, Any] = {"extra": {}}
-    worker.record_energy(doc, out)
-    assert doc["energy_j_per_sample"] is None and "shorter" in doc["extra"]["energy"]["note"]
+    res = ResultBuilder(id="x", benchmark="cnn-train")
+    measure.record_energy(res, out)
+    assert res.energy_j_per_sample is None and "shorter" in res.extra["energy"]["note"]
     # Counter going backwards (reset, wrap) or unreadable: no figure either.
     for readings in ([5_000, 1_000], [None, 1_000], [0, None]):
         m = EnergyMeter(FakeLink(readings), clock=FakeClock([0.0, 10.0]))
@@ -163,10 +165,10 @@ def test_energy_needs_a_window_of_several_seconds() -> None:
     ("NVIDIA A10", "A10"),
     ("NVIDIA A10G", "A10G"),
     ("NVIDIA A30", "A30"),
-    ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"),
-    ("NVIDIA A100-PCIE-40GB", "A100"),
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"),
     ("Tesla T4", "T4"),
-    ("Tesla V100-SXM2-16GB", "V100"),
+    ("Tesla V100-SXM2-16GB", "V100 SXM2"),
     ("NVIDIA L4", "L4"),
     ("NVIDIA L40S", "L40S"),
     ("NVIDIA GeForce RTX 4090", "RTX 4090"),
@@ -180,8 +182,9 @@ def test_energy_needs_a_window_of_several_seconds() -> None:
     ("AMD EPYC 7B13", None),
 ])
 def test_known_peak_matches_whole_model_names(name: str, key: str | None) -> None:
-    table = dict(catalog.GPU_PEAKS)
-    assert catalog.known_peak(name) is (table[key] if key else None)
+    row = peaks.match(name).row
+    assert (row.name if row else None) == key
+    assert (catalog.known_peak(name) is None) == (key is None)
 
 
 def test_pct_of_peak_and_peak_sources() -> None:
@@ -192,16 +195,16 @@ def test_pct_of_peak_and_peak_sources() -> None:
     cuda = torch.device("cuda", 0)  # a device object only: nothing runs on it
     ctx, _ = make_ctx({"benchmark": "matmul"}, env={"device_name": "NVIDIA A30"})
     ctx.device = cuda
-    peaks, source = worker.peak_table(ctx, "tflops")
+    peaks, source = measure.peak_table(ctx, "tflops")
     assert source == "table" and peaks is not None and peaks["fp16"] == 165.0
     assert catalog.pct_of_peak(82.5, peaks["fp16"]) == 50.0
     ctx.env = {"device_name": "NVIDIA Mystery", "compute_capability": "8.0", "sm_count": 108,
                "nvml": {"clock_sm_max_mhz": 1410}}
-    peaks, source = worker.peak_table(ctx, "tflops")
+    peaks, source = measure.peak_table(ctx, "tflops")
     assert source == "estimated" and peaks is not None and round(peaks["fp16"]) == 312
-    assert worker.peak_table(ctx, "gbps") == (None, None)  # bandwidth is never estimated
+    assert measure.peak_table(ctx, "gbps") == (None, None)  # bandwidth is never estimated
     cpu_ctx, _ = make_ctx({"benchmark": "matmul"})
-    assert worker.peak_table(cpu_ctx, "tflops") == (None, None)
+    assert measure.peak_table(cpu_ctx, "tflops") == (None, None)
 
 
 # --------------------------------------------------------------------------- precision

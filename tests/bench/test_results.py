@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 
 from gputui.bench import results
+from gputui.bench.compare import compare
+from gputui.bench.export import CSV_COLUMNS, export_csv, export_markdown
+from gputui.bench.result import Result
+from gputui.bench.stats import Throughput
 from gputui.errors import GputuiError, UsageError
 
 
@@ -41,6 +45,10 @@ def make_doc(result_id: str | None = None, *, throughput: float = 100.0, batch: 
     return doc
 
 
+def make_result(result_id: str | None = None, **kw: Any) -> Result:
+    return Result.from_dict(make_doc(result_id, **kw))
+
+
 def test_data_dir_honours_env(data_dir: Path) -> None:
     assert results.results_dir() == data_dir / "results"
 
@@ -60,8 +68,9 @@ def test_save_is_atomic_and_round_trips(data_dir: Path) -> None:
     assert path.parent == data_dir / "results"
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
     loaded = results.load(doc["id"])
-    assert loaded["energy_j_per_sample"] is None  # NaN is not JSON: stored as null
-    assert loaded["throughput"] == doc["throughput"]
+    assert loaded.energy_j_per_sample is None  # NaN is not JSON: stored as null
+    assert loaded.throughput == Throughput.from_dict(doc["throughput"])
+    assert loaded.throughput is not None and loaded.throughput.value == 100.0
 
 
 def test_write_atomic_replaces_existing_file(tmp_path: Path) -> None:
@@ -77,7 +86,7 @@ def test_load_by_unique_prefix_and_errors() -> None:
     b = make_doc("20250101-000000-000-bbbbbb")
     results.save(a)
     results.save(b)
-    assert results.load("20250101-000000-000-a")["id"] == a["id"]
+    assert results.load("20250101-000000-000-a").id == a["id"]
     with pytest.raises(UsageError, match="ambiguous"):
         results.load("20250101")
     with pytest.raises(UsageError, match="no result with id 'nope'"):
@@ -108,7 +117,7 @@ def test_history_is_ordered_and_skips_corrupt_files(data_dir: Path) -> None:
     (data_dir / "results" / "broken.json").write_text("{")
     (data_dir / "results" / ".half-written.json.tmp").write_text("{")
     hist = results.history()
-    assert [d["id"] for d in hist.results] == [older["id"], newer["id"]]
+    assert [d.id for d in hist.results] == [older["id"], newer["id"]]
     assert len(hist.warnings) == 1 and "broken.json" in hist.warnings[0]
 
 
@@ -118,12 +127,12 @@ def test_history_of_missing_dir_is_empty() -> None:
 
 
 def test_compare_ratios_and_setting_differences() -> None:
-    a = make_doc(throughput=100.0, batch=8)
-    b = make_doc(throughput=150.0, batch=16, energy_j_per_sample=0.25,
-                 peak_memory_bytes=4 << 20)
-    cmp = results.compare(a, b)
+    a = make_result(throughput=100.0, batch=8)
+    b = make_result(throughput=150.0, batch=16, energy_j_per_sample=0.25,
+                    peak_memory_bytes=4 << 20)
+    cmp = compare(a, b)
     by_name = {m.name: m for m in cmp.metrics}
-    tp = by_name["throughput (median)"]
+    tp = by_name["throughput"]
     assert tp.ratio == pytest.approx(1.5) and tp.better == "b"
     energy = by_name["energy per sample"]
     assert energy.ratio == pytest.approx(0.5) and energy.better == "b"
@@ -142,27 +151,40 @@ def test_compare_handles_missing_numbers_and_other_units() -> None:
     a = make_doc(latency_ms=None, energy_j_per_sample=None)
     b = make_doc(throughput=2.0)
     b["throughput"]["unit"] = "TFLOP/s"
-    cmp = results.compare(a, b)
+    cmp = compare(Result.from_dict(a), Result.from_dict(b))
     by_name = {m.name: m for m in cmp.metrics}
     assert by_name["latency p50"].ratio is None
     assert by_name["energy per sample"].ratio is None
-    assert by_name["throughput (median)"].better is None  # not comparable across units
+    assert by_name["throughput"].better is None  # not comparable across units
+
+
+OLD_CSV_COLUMNS = (
+    "id", "started_at", "finished_at", "status", "benchmark", "model", "device", "device_name",
+    "precision", "batch_size", "steps", "samples", "duration_s",
+    "throughput_median", "throughput_mean", "throughput_p10", "throughput_p90", "throughput_unit",
+    "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_mean_ms",
+    "step_time_p50_ms", "step_time_p90_ms", "step_time_p99_ms",
+    "peak_memory_bytes", "energy_j_per_sample", "avg_power_w", "throttle_episodes",
+    "error_kind", "error_message", "torch", "cuda", "driver",
+)
 
 
 def test_export_csv_has_stable_columns() -> None:
     docs = [make_doc(throughput=100.0), make_doc(throughput=50.0, status="cancelled"),
             make_doc(status="failed", error={"kind": "oom", "message": "x"})]
     docs[2]["throughput"] = None
-    text = results.export_csv(docs)
+    text = export_csv([Result.from_dict(d) for d in docs])
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert tuple(rows[0].keys()) == results.CSV_COLUMNS
+    assert tuple(rows[0].keys()) == CSV_COLUMNS
+    assert CSV_COLUMNS[:34] == OLD_CSV_COLUMNS  # new columns only ever appended
+    assert rows[0]["throughput_value"] == "100.0"
     assert [r["status"] for r in rows] == ["ok", "cancelled", "failed"]
     assert rows[0]["throughput_median"] == "100.0"
     assert rows[2]["throughput_median"] == "" and rows[2]["error_kind"] == "oom"
 
 
 def test_export_markdown_is_a_table() -> None:
-    text = results.export_markdown([make_doc(), make_doc(model="a|b")])
+    text = export_markdown([make_result(), make_result(model="a|b")])
     lines = text.strip().splitlines()
     assert len(lines) == 4
     assert lines[1].startswith("|---")

@@ -19,7 +19,8 @@ from typing import Any
 import psutil
 import pytest
 
-from gputui.bench import results, runner
+from gputui.bench import events, results, runner
+from gputui.bench.result import Result
 from gputui.bench.runner import BenchRun, RunState, make_spec
 
 FAKE = Path(__file__).with_name("fake_worker.py")
@@ -56,7 +57,7 @@ def hooks_env() -> dict[str, str]:
 
 def wait_for(run: BenchRun, kind: str) -> None:
     for event in run.events():
-        if event["event"] == kind:
+        if event.kind == kind:
             return
     raise AssertionError(f"run ended before a {kind!r} event")
 
@@ -79,18 +80,18 @@ def assert_gone(pid: int) -> None:
 
 def test_events_stream_in_order_and_garbage_is_ignored() -> None:
     seen: list[str] = []
-    done: list[dict[str, Any]] = []
-    run = fake_run("garbage", on_event=lambda e: seen.append(e["event"]), on_done=done.append)
+    done: list[Result] = []
+    run = fake_run("garbage", on_event=lambda e: seen.append(e.kind), on_done=done.append)
     run.start()
-    kinds = [e["event"] for e in run.events()]
+    kinds = [e.kind for e in run.events()]
     assert kinds == ["started", "warmup", "progress", "result"]
     assert seen == kinds
     assert run.wait(WAIT_S)
     assert run.state is RunState.OK
     assert run.ignored_lines >= 4
     assert done == [run.result]
-    doc = run.result
-    assert doc is not None
+    assert run.result is not None
+    doc = run.result.to_dict()
     assert doc["id"] == run.id and doc["status"] == "ok" and doc["error"] is None
     assert doc["throughput"]["median"] == 100.0
     assert doc["throttle_episodes"] == []
@@ -99,23 +100,26 @@ def test_events_stream_in_order_and_garbage_is_ignored() -> None:
 
 def test_every_event_carries_the_common_fields() -> None:
     run = fake_run("ok").start()
-    for event in run.events():
-        assert isinstance(event["t"], float) and event["v"] == 1
+    seen = list(run.events())
+    # The fake worker sends started, three progress windows and a result: none missing.
+    assert [e.kind for e in seen] == ["started", "progress", "progress", "progress", "result"]
+    assert all(isinstance(e.t, float) and e.t >= 0 for e in seen)
+    assert [e.t for e in seen] == sorted(e.t for e in seen)
 
 
 def test_callback_errors_do_not_stop_the_run() -> None:
-    def boom(event: dict[str, Any]) -> None:
+    def boom(event: events.Event) -> None:
         raise ValueError("ui bug")
 
     run = fake_run("ok", on_event=boom)
-    doc = run.run()
+    doc = run.run().to_dict()
     assert doc["status"] == "ok"
     assert run.callback_errors and "ui bug" in run.callback_errors[0]
 
 
 def test_crash_without_result_is_failed_with_stderr_tail() -> None:
     run = fake_run("crash")
-    doc = run.run()
+    doc = run.run().to_dict()
     assert run.state is RunState.FAILED
     err = doc["error"]
     assert err["kind"] == "crash" and err["exit_code"] == 3
@@ -125,10 +129,11 @@ def test_crash_without_result_is_failed_with_stderr_tail() -> None:
     assert tail[-1].startswith("RuntimeError: something broke")
     # Partial numbers from the progress windows seen before the crash.
     assert doc["throughput"]["median"] == 51.0
+    assert doc["samples"] == 2 and doc["steps"] == 1
 
 
 def test_worker_error_event_is_reported_with_batch_and_suggestion() -> None:
-    doc = fake_run("oom").run()
+    doc = fake_run("oom").run().to_dict()
     assert doc["status"] == "failed"
     assert doc["error"]["kind"] == "oom"
     assert doc["error"]["batch_size"] == 512
@@ -141,8 +146,8 @@ def test_cancel_cooperative_worker_gives_its_partial_result() -> None:
     run.cancel()
     assert run.wait(WAIT_S)
     assert run.state is RunState.CANCELLED
-    assert run.result is not None and run.result["status"] == "cancelled"
-    assert run.result["steps"] >= 1
+    assert run.result is not None and run.result.status == "cancelled"
+    assert run.result.steps is not None and run.result.steps >= 1
     assert run.pid is not None
     assert_gone(run.pid)
 
@@ -152,8 +157,9 @@ def test_cancel_sigterm_deaf_worker_is_killed_after_grace() -> None:
     wait_for(run, "progress")
     run.cancel()
     assert run.wait(WAIT_S)
-    doc = run.result
-    assert doc is not None and doc["status"] == "cancelled"
+    assert run.result is not None
+    doc = run.result.to_dict()
+    assert doc["status"] == "cancelled"
     assert doc["throughput"]["median"] == 51.0  # from the progress events
     assert run.pid is not None
     assert_gone(run.pid)
@@ -162,8 +168,9 @@ def test_cancel_sigterm_deaf_worker_is_killed_after_grace() -> None:
 def test_timeout_kills_a_hung_worker() -> None:
     run = fake_run("deaf", timeout_s=1.0, grace_s=0.2).start()
     assert run.wait(WAIT_S)
-    doc = run.result
-    assert doc is not None and doc["status"] == "failed"
+    assert run.result is not None
+    doc = run.result.to_dict()
+    assert doc["status"] == "failed"
     assert doc["error"]["kind"] == "timeout"
     assert run.pid is not None
     assert_gone(run.pid)
@@ -172,7 +179,7 @@ def test_timeout_kills_a_hung_worker() -> None:
 def test_grandchild_holding_stdout_is_reaped() -> None:
     run = fake_run("grandchild")
     doc = run.run()
-    assert doc["status"] == "ok"
+    assert doc.status == "ok"
     line = next(x for x in run.stderr_tail if x.startswith("grandchild "))
     assert_gone(int(line.split()[1]))
 
@@ -183,14 +190,14 @@ def test_cancel_before_start_runs_nothing() -> None:
     run.start()
     assert run.wait(WAIT_S)
     doc = run.result
-    assert doc is not None and doc["status"] == "cancelled"
+    assert doc is not None and doc.status == "cancelled"
     assert run.pid is None
     assert list(run.events()) == []
 
 
 def test_worker_that_cannot_start_is_a_failed_result() -> None:
     run = BenchRun(make_spec("cnn-infer", device="cpu"), worker_cmd=["/nonexistent/worker"])
-    doc = run.run()
+    doc = run.run().to_dict()
     assert doc["status"] == "failed" and doc["error"]["kind"] == "crash"
     assert "cannot start worker" in doc["error"]["message"]
 
@@ -215,7 +222,7 @@ def test_worker_dies_with_its_parent(tmp_path: Path) -> None:
         run = BenchRun(make_spec("cnn-infer", device="cpu"),
                        worker_cmd=[sys.executable, {str(FAKE)!r}], env=env).start()
         for event in run.events():
-            if event["event"] == "progress":
+            if event.kind == "progress":
                 break
         print(run.pid, flush=True)
         time.sleep(600)
@@ -255,7 +262,7 @@ def test_parse_line_ignores_non_events() -> None:
     assert runner.parse_line('{"event": "progress"}') is None
     assert runner.parse_line(b"\xff\xfe") is None
     ok = runner.parse_line('{"event":"warmup","t":0.1,"v":1,"step":1,"of":2}')
-    assert ok is not None and ok["event"] == "warmup"
+    assert isinstance(ok, events.Warmup) and ok.step == 1 and ok.of == 2
 
 
 # --------------------------------------------------------------------------- real worker
@@ -265,19 +272,20 @@ def test_parse_line_ignores_non_events() -> None:
 def test_real_worker_cpu_tiny_run() -> None:
     run = BenchRun(real_spec())
     run.start()
-    kinds = [e["event"] for e in run.events()]
+    kinds = [e.kind for e in run.events()]
     assert kinds[0] == "started"
     assert kinds[-1] == "result"
     assert "progress" in kinds
     first_progress = kinds.index("progress")
     assert all(k == "warmup" for k in kinds[1:first_progress] if k != "phase")
-    doc = run.result
-    assert doc is not None and doc["status"] == "ok", doc.get("error")
+    assert run.result is not None
+    doc = run.result.to_dict()
+    assert doc["status"] == "ok", doc.get("error")
     assert doc["benchmark"] == "cnn-infer" and doc["model"] == "resnet18"
     assert doc["throughput"]["median"] > 0
     assert doc["throttle_episodes"] == []  # a CPU run never samples NVML
-    path = results.save(doc)
-    assert results.load(doc["id"]) == results.load_path(path)
+    path = results.save(run.result)
+    assert results.load(doc["id"]) == results.load_path(path) == run.result
 
 
 @needs_torch
@@ -287,9 +295,9 @@ def test_real_worker_cancel_gives_a_cancelled_result() -> None:
     run.cancel()
     assert run.wait(WAIT_S)
     doc = run.result
-    assert doc is not None and doc["status"] == "cancelled", doc.get("error")
+    assert doc is not None and doc.status == "cancelled", doc.error
     results.save(doc)
-    assert [d["id"] for d in results.history().results] == [doc["id"]]
+    assert [d.id for d in results.history().results] == [doc.id]
     assert run.pid is not None
     assert_gone(run.pid)
 
@@ -298,7 +306,7 @@ def test_real_worker_cancel_gives_a_cancelled_result() -> None:
 @pytest.mark.parametrize("hook", ["crash", "exit"])
 def test_real_worker_crash_hooks_fail_with_stderr(hook: str) -> None:
     run = BenchRun(real_spec(test_hook=hook), env=hooks_env())
-    doc = run.run()
+    doc = run.run().to_dict()
     assert doc["status"] == "failed"
     assert doc["error"]["kind"] == "crash"
     assert isinstance(doc["error"]["stderr_tail"], list)
@@ -310,8 +318,8 @@ def test_real_worker_hang_hook_times_out_and_leaves_no_process() -> None:
     run.start()
     assert run.wait(WAIT_S)
     doc = run.result
-    assert doc is not None and doc["status"] == "failed"
-    assert doc["error"]["kind"] == "timeout"
+    assert doc is not None and doc.status == "failed"
+    assert doc.error is not None and doc.error.kind == "timeout"
     assert run.pid is not None
     assert_gone(run.pid)
 
@@ -341,9 +349,9 @@ def _episode(gpu: int, start: Any) -> Any:
                            peak_temp_c=90, min_clock_sm_mhz=900, clock_sm_before_mhz=1800)
 
 
-def _started(env: dict[str, Any], nproc: int = 1) -> dict[str, Any]:
-    return {"event": "started", "t": 0.1, "v": 1, "pid": 1, "benchmark": "cnn-train",
-            "spec": {"device": "cuda:0", "nproc": nproc}, "env": env}
+def _started(env: dict[str, Any], nproc: int = 1) -> events.Started:
+    return events.Started(pid=1, benchmark="cnn-train",
+                          spec={"device": "cuda:0", "nproc": nproc}, env=env, t=0.1)
 
 
 def test_throttle_episodes_follow_the_workers_nvml_index() -> None:

@@ -72,23 +72,24 @@ def test_sigterm_gives_cancelled_partial_result() -> None:
         assert proc.stdout is not None
         seen = []
         for line in proc.stdout:
-            ev = events.parse_event(line)
+            ev = events.decode(line)
             assert ev is not None
             seen.append(ev)
-            if ev["event"] == "progress":
+            if isinstance(ev, events.Progress):
                 proc.send_signal(signal.SIGTERM)
                 break
-        rest = [events.parse_event(ln) for ln in proc.stdout]
+        rest = [events.decode(ln) for ln in proc.stdout]
         rc = proc.wait(timeout=60)
     finally:
         proc.kill()
         proc.wait()
     assert rc == 0
-    res = [e for e in rest if e and e["event"] == "result"]
+    res = [e for e in rest if isinstance(e, events.ResultReady)]
     assert len(res) == 1
-    doc = res[0]["result"]
+    doc = res[0].result
     assert doc["status"] == "cancelled"
     assert doc["steps"] >= 1 and doc["throughput"]["median"] > 0
+    assert doc["throughput"]["value"] > 0
 
 
 def test_validate_spec_fills_contract_keys() -> None:
@@ -130,13 +131,17 @@ def test_catalog_is_plain_data() -> None:
 
 def test_parse_event_roundtrip_and_rejects() -> None:
     line = events.encode(events.error("oom", "out of\nmemory", batch_size=8), 1.5)
-    ev = events.parse_event(line)
-    assert ev is not None and ev["kind"] == "oom" and ev["message"] == "out of memory"
-    assert ev["t"] == 1.5 and ev["v"] == 1
-    assert events.parse_event("warning: not json") is None
-    assert events.parse_event('{"event":"progress","t":1,"v":1}') is None  # fields missing
-    assert events.parse_event('{"event":"bogus","t":1,"v":1}') is None
-    assert events.parse_event(events.encode(events.warmup(1, 2), 0.1)) is not None
-    nan = events.encode(events.point(label="x", batch_size=None, throughput=float("nan"),
-                                     unit="GB/s"), 0.0)
-    assert events.parse_event(nan)["throughput"] is None
+    assert json.loads(line)["v"] == 1
+    ev = events.decode(line)
+    assert isinstance(ev, events.Failed)
+    assert ev.error_kind == "oom" and ev.message == "out of memory" and ev.batch_size == 8
+    assert ev.t == 1.5
+    assert events.decode("warning: not json") is None
+    assert events.decode('{"event":"progress","t":1,"v":1}') is None  # fields missing
+    assert events.decode('{"event":"bogus","t":1,"v":1}') is None
+    assert events.decode(events.encode(events.Warmup(1, 2), 0.1)) == events.Warmup(1, 2, t=0.1)
+    nan = events.encode(events.Point(label="x", batch_size=None, throughput=float("nan"),
+                                     unit="GB/s", extra={"dtype": "fp16"}), 0.0)
+    point = events.decode(nan)
+    assert isinstance(point, events.Point) and point.throughput is None
+    assert point.get("dtype") == "fp16"  # a kind's own field survives the round trip

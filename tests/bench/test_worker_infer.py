@@ -36,19 +36,23 @@ def test_rnn_infer_sweep_points_and_best_batch() -> None:
     assert [p["batch_size"] for p in pts] == [1, 2, 4]
     assert all(p["ok"] and p["unit"] == "tokens/s" and p["throughput"] > 0 for p in pts)
     for p in pts:
-        _ordered(p["latency_ms"])
+        assert p["latency_ms"] is None  # queued batches: a step time, not a latency
+        _ordered(p["step_time_ms"])
     best = max(pts, key=lambda p: p["throughput"])
     assert doc["extra"]["best_batch"] == best["batch_size"] == doc["batch_size"]
     assert [e["batch_size"] for e in run.of("point")] == [1, 2, 4]
 
 
-def test_cnn_infer_throughput_records_per_batch_latency() -> None:
+def test_cnn_infer_throughput_records_step_time_not_latency() -> None:
     run = run_worker({"benchmark": "cnn-infer", "device": "cpu", "model": "resnet18",
                       "mode": "throughput", "image_size": 32, "batch_size": 4, "steps": 3,
                       "warmup": 1, "threads": 1})
     doc = check_ok(run)
     assert doc["samples"] == 12
-    _ordered(doc["latency_ms"])
+    # Offline batches are queued back to back: their spacing is a step time (#11 item 8).
+    assert doc["latency_ms"] is None
+    _ordered(doc["step_time_ms"])
+    assert "not measured" in doc["settings"]["latency"]
 
 
 def test_vit_b_16_builds_at_small_image_size() -> None:

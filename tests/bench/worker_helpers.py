@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.bench.events import parse_event
+from gputui.bench import events
 
 TINY_CNN: dict[str, Any] = {"device": "cpu", "model": "resnet18", "image_size": 32,
                             "batch_size": 2, "steps": 3, "warmup": 1, "threads": 1}
@@ -51,10 +51,15 @@ def run_worker(spec: dict[str, Any], *, hooks: bool = False, timeout: float = 24
     proc = subprocess.run(worker_cmd(spec), capture_output=True, text=True, timeout=timeout,
                           env=worker_env(hooks))
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    evs = [parse_event(ln) for ln in lines]
+    evs = [events.decode(ln) for ln in lines]
     # The worker keeps stdout for events only: every line must be a valid event.
     assert all(e is not None for e in evs), (proc.stdout, proc.stderr)
-    return Run(proc.returncode, [e for e in evs if e is not None], proc.stderr)
+    # The tests read the wire format: each decoded event back as its JSON object.
+    return Run(proc.returncode, [wire(e) for e in evs if e is not None], proc.stderr)
+
+
+def wire(ev: events.Event) -> dict[str, Any]:
+    return {"event": ev.kind, "t": ev.t, **events.to_dict(ev)}
 
 
 RESULT_FIELDS = (

@@ -168,3 +168,91 @@ def test_gputui_exits_when_its_terminal_goes_away(fake_nvml_lib: FakeNvmlLib,
         if pid is not None:
             _kill_leftover(pid)
         session.close()
+
+
+def test_sigterm_exits_cleanly_and_restores_the_terminal(request: pytest.FixtureRequest,
+                                                         fake_nvml_lib: FakeNvmlLib,
+                                                         isolated_env: dict[str, str]) -> None:
+    env = fake_nvml_lib.env(scenario_path("two_gpus"), base=isolated_env)
+    session = TmuxSession(gputui_command(), env=env, width=120, height=40, linger=True)
+    request.addfinalizer(session.close)
+    session.start()
+    session.wait_for("NVIDIA A100-SXM4-80GB", timeout=30)
+    # While it runs the terminal really is taken over: the check below can fail.
+    assert session.terminal_modes() == {"alternate_on": 1, "mouse_any_flag": 1,
+                                        "cursor_flag": 0}
+    pid = session.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGTERM)
+    assert session.wait_exit(timeout=20) == 143  # 128 + SIGTERM, documented
+    assert session.terminal_modes() == {"alternate_on": 0, "mouse_any_flag": 0,
+                                        "cursor_flag": 1}
+    assert "Traceback" not in session.capture()
+
+
+def test_a_hung_gpu_is_shown_stale_and_the_rest_goes_on(tui: Start, fake_nvml_lib: FakeNvmlLib,
+                                                       isolated_env: dict[str, str],
+                                                       tmp_path: Path) -> None:
+    from tests.fakenvml.harness import derive_scenario
+
+    # GPU 0 answers for two seconds, then every driver call of it hangs for good.
+    sc = derive_scenario("two_gpus", {"gpu.0.hang_from_s": 2}, tmp_path / "hung.conf")
+    session = tui(fake_nvml_lib.env(sc, base=isolated_env), "--interval", "0.5")
+    session.wait_for(["NVIDIA A100-SXM4-80GB", "every 0.5s"], timeout=30)
+    screen = session.wait_for(["STALE: not answering", "1 GPU stale"], timeout=30)
+    assert "✓ no alerts" not in screen
+    # The hung GPU's values are kept (marked stale), the other GPU's panel is there.
+    assert "NVIDIA GeForce RTX 4090" in screen
+    clock = re.compile(r"\d\d:\d\d:\d\d  every 0\.5s")
+    first = clock.search(screen)
+    assert first is not None
+    # The header clock still moves: the monitor is not frozen behind the hung GPU.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        now = clock.search(session.capture())
+        if now is not None and now.group() != first.group():
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the header clock stopped: " + session.capture())
+    # And the alert (after its grace time) says which GPU and why.
+    session.wait_for("GPU 0: not answering", timeout=20)
+    session.send_keys("q")
+    assert session.wait_exit(timeout=20) == 0
+
+
+HOSTILE = "\x1b]2;pwned\x07\x1b[2J"
+
+
+def test_hostile_process_argv_is_shown_escaped(tui: Start, fake_nvml_lib: FakeNvmlLib,
+                                               isolated_env: dict[str, str],
+                                               tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.fakenvml.harness import derive_scenario
+
+    # A real local process whose argv carries an OSC title change and a clear-screen.
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                               HOSTILE])
+    try:
+        sc = derive_scenario("two_gpus", {"gpu.0.processes": f"{victim.pid}:1073741824"},
+                             tmp_path / "hostile.conf")
+        session = tui(fake_nvml_lib.env(sc, base=isolated_env), width=200)
+        screen = session.wait_for(["NVIDIA A100-SXM4-80GB", str(victim.pid)], timeout=30)
+        screen = session.wait_for("\\x1b]2;pwned\\x07", timeout=15)
+        title = session.tmux("display-message", "-p", "-t", session.name,
+                             "#{pane_title}").strip()
+        assert "pwned" not in title
+        assert "NVIDIA GeForce RTX 4090" in screen  # nothing was cleared
+        session.send_keys("q")
+        assert session.wait_exit(timeout=20) == 0
+        # `gputui snapshot` (text) shows the same command escaped, never raw.
+        env = fake_nvml_lib.env(sc, base=isolated_env)
+        env["COLUMNS"] = "250"
+        out = subprocess.run([*gputui_command(), "snapshot"], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "\x1b" not in out.stdout and "\\x1b]2;pwned\\x07" in out.stdout
+    finally:
+        victim.kill()
+        victim.wait()

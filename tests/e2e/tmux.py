@@ -53,7 +53,7 @@ class TmuxError(AssertionError):
 class TmuxSession:
     def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None = None,
                  unset: Sequence[str] = (), width: int = 120, height: int = 40,
-                 name: str = "gputui", gated: bool = False) -> None:
+                 name: str = "gputui", gated: bool = False, linger: bool = False) -> None:
         self.command = list(command)
         self.env = dict(os.environ if env is None else env)
         self.unset = list(unset)
@@ -65,6 +65,9 @@ class TmuxSession:
         self._started = False
         self._socket_path = ""
         self.gated = gated
+        # Keep the pane alive (a shell sleeping) after the program ends, so that the
+        # terminal state it left can be read: tmux resets a dead pane's cursor flag.
+        self.linger = linger
         tmp = Path(self._tmp.name)
         self._status_file = tmp / "exit-status"
         self._gate_file = tmp / "go"
@@ -86,6 +89,8 @@ class TmuxSession:
         status = shlex.quote(str(self._status_file))
         # `env` execs the program, so the wrapper's only child *is* the program.
         script = f'{gate}"$@"; echo $? > {status}.tmp; mv {status}.tmp {status}'
+        if self.linger:
+            script += "; exec sleep 600"
         return shlex.join(["sh", "-c", script, "sh", *parts, *self.command])
 
     def release(self) -> None:
@@ -166,6 +171,14 @@ class TmuxSession:
             code = int(status) if status.isdigit() else -int(sig) if sig.isdigit() else None
         return dead == "1", code, int(pid) if pid.isdigit() else None
 
+    def terminal_modes(self) -> dict[str, int]:
+        """What the program left the terminal in: alternate screen, mouse reporting,
+        cursor visible (tmux's #{alternate_on}, #{mouse_any_flag}, #{cursor_flag})."""
+        names = ("alternate_on", "mouse_any_flag", "cursor_flag")
+        out = self._run("display-message", "-p", "-t", self.name,
+                        "|".join(f"#{{{n}}}" for n in names)).stdout.strip()
+        return {n: int(v or 0) for n, v in zip(names, out.split("|"), strict=True)}
+
     @property
     def pid(self) -> int | None:
         """The program's pid (the wrapper shell's child), once it has started."""
@@ -216,6 +229,8 @@ class TmuxSession:
         died, so the status is unknown)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if self.linger and self._status_file.exists():
+                return self.exit_status()
             if self.pane_info()[0]:  # the wrapper ends right after writing the status
                 return self.exit_status()
             time.sleep(0.05)

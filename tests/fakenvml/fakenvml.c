@@ -254,7 +254,45 @@ typedef enum {
     X(nvmlDeviceGetComputeRunningProcesses_v3)     \
     X(nvmlDeviceGetGraphicsRunningProcesses_v3)    \
     X(nvmlDeviceGetNumGpuCores)                    \
-    X(nvmlDeviceGetCudaComputeCapability)
+    X(nvmlDeviceGetCudaComputeCapability)          \
+    FAKENVML_DOCTOR_FUNCS(X)                       \
+    FAKENVML_GPM_FUNCS(X)
+
+/* GPM profiling counters (Hopper and newer) and the other per-tick extras. */
+#define FAKENVML_GPM_FUNCS(X)                      \
+    X(nvmlGpmQueryDeviceSupport)                   \
+    X(nvmlGpmSampleAlloc)                          \
+    X(nvmlGpmSampleFree)                           \
+    X(nvmlGpmSampleGet)                            \
+    X(nvmlGpmMetricsGet)                           \
+    X(nvmlDeviceGetEncoderUtilization)             \
+    X(nvmlDeviceGetDecoderUtilization)             \
+    X(nvmlDeviceGetPcieReplayCounter)              \
+    X(nvmlDeviceGetFieldValues)                    \
+    X(nvmlDeviceGetSamples)                        \
+    X(nvmlDeviceGetProcessUtilization)             \
+    X(nvmlDeviceGetProcessesUtilizationInfo)      \
+    X(nvmlDeviceGetNvLinkState)
+
+/* Configuration and health reads for `gputui doctor`, and XID events. */
+#define FAKENVML_DOCTOR_FUNCS(X)                   \
+    X(nvmlDeviceGetPersistenceMode)                \
+    X(nvmlDeviceGetPowerManagementDefaultLimit)    \
+    X(nvmlDeviceGetApplicationsClock)              \
+    X(nvmlDeviceGetDefaultApplicationsClock)       \
+    X(nvmlDeviceGetEccMode)                        \
+    X(nvmlDeviceGetMigMode)                        \
+    X(nvmlDeviceGetComputeMode)                    \
+    X(nvmlDeviceGetRemappedRows)                   \
+    X(nvmlDeviceGetRetiredPages)                   \
+    X(nvmlDeviceGetRetiredPagesPendingStatus)      \
+    X(nvmlDeviceGetVbiosVersion)                   \
+    X(nvmlDeviceGetSupportedEventTypes)            \
+    X(nvmlEventSetCreate)                          \
+    X(nvmlDeviceRegisterEvents)                    \
+    X(nvmlEventSetWait_v2)                         \
+    X(nvmlEventSetFree)                            \
+    X(nvmlDeviceGetP2PStatus)
 
 #define X_ENUM(n) FN_##n,
 enum { FAKENVML_FUNCS(X_ENUM) FN_COUNT };
@@ -305,6 +343,61 @@ enum {
     F_NUM_CORES,
     F_CC_MAJOR,
     F_CC_MINOR,
+    /* doctor: configuration and health */
+    F_PERSISTENCE,
+    F_POWER_DEFAULT_LIMIT_MW,
+    F_APP_CLOCK_SM,
+    F_APP_CLOCK_MEM,
+    F_DEFAULT_APP_CLOCK_SM,
+    F_DEFAULT_APP_CLOCK_MEM,
+    F_ECC_MODE,
+    F_ECC_MODE_PENDING,
+    F_ECC_UNCORRECTED_AGG,
+    F_ECC_CORRECTED_AGG,
+    F_MIG_MODE,
+    F_MIG_MODE_PENDING,
+    F_COMPUTE_MODE,
+    F_REMAP_CORRECTABLE,
+    F_REMAP_UNCORRECTABLE,
+    F_REMAP_PENDING,
+    F_REMAP_FAILURE,
+    F_RETIRED_SBE,
+    F_RETIRED_DBE,
+    F_RETIRED_PENDING,
+    F_NVLINK,
+    F_P2P,
+    /* GPM (values of nvmlGpmMetricsGet; percentages as doubles, rates in MiB/s) */
+    F_GPM_SUPPORTED,
+    F_GPM_GRAPHICS_UTIL,
+    F_GPM_SM_UTIL,
+    F_GPM_SM_OCCUPANCY,
+    F_GPM_TENSOR_UTIL,
+    F_GPM_DRAM_BW_UTIL,
+    F_GPM_FP64_UTIL,
+    F_GPM_FP32_UTIL,
+    F_GPM_FP16_UTIL,
+    F_GPM_PCIE_TX_MIBPS,
+    F_GPM_PCIE_RX_MIBPS,
+    F_GPM_NVLINK_TX_MIBPS,
+    F_GPM_NVLINK_RX_MIBPS,
+    F_GPM_BUSY_FROM_S,
+    F_GPM_BUSY_UNTIL_S,
+    F_GPM_BUSY_ERROR,
+    /* dcgm-exporter's default counters: encoder/decoder, PCIe replays, field values */
+    F_ENC_UTIL,
+    F_DEC_UTIL,
+    F_PCIE_REPLAY,
+    F_MEM_TEMP_C,
+    F_TEMP_MEM_MAX_C,
+    F_NVLINK_TX_KIB,
+    F_NVLINK_RX_KIB,
+    /* nvmlDeviceGetSamples: a power spike between ticks */
+    F_POWER_SPIKE_MW,
+    F_POWER_SPIKE_FROM_S,
+    F_POWER_SPIKE_UNTIL_S,
+    /* NVLink links: how many, and which are down (bit i = link i) */
+    F_NVLINK_LINKS,
+    F_NVLINK_DOWN_MASK,
     F_COUNT
 };
 
@@ -347,6 +440,56 @@ static const struct {
     [F_NUM_CORES] = {"num_cores", 6912.0, 0, -1},
     [F_CC_MAJOR] = {"cc_major", 8.0, 0, -1},
     [F_CC_MINOR] = {"cc_minor", 0.0, 0, -1},
+    [F_PERSISTENCE] = {"persistence_mode", 1.0, 0, -1},
+    [F_POWER_DEFAULT_LIMIT_MW] = {"power_default_limit_mw", 0.0, 0, F_POWER_LIMIT_MW},
+    [F_APP_CLOCK_SM] = {"app_clock_sm_mhz", 0.0, 0, F_DEFAULT_APP_CLOCK_SM},
+    [F_APP_CLOCK_MEM] = {"app_clock_mem_mhz", 0.0, 0, F_DEFAULT_APP_CLOCK_MEM},
+    [F_DEFAULT_APP_CLOCK_SM] = {"default_app_clock_sm_mhz", 0.0, 0, F_CLOCK_SM_MAX},
+    [F_DEFAULT_APP_CLOCK_MEM] = {"default_app_clock_mem_mhz", 0.0, 0, F_CLOCK_MEM_MAX},
+    [F_ECC_MODE] = {"ecc_mode", 1.0, 0, -1},
+    [F_ECC_MODE_PENDING] = {"ecc_mode_pending", 0.0, 0, F_ECC_MODE},
+    [F_ECC_UNCORRECTED_AGG] = {"ecc_uncorrected_aggregate", 0.0, 0, F_ECC_UNCORRECTED},
+    [F_ECC_CORRECTED_AGG] = {"ecc_corrected_aggregate", 0.0, 0, F_ECC_CORRECTED},
+    [F_MIG_MODE] = {"mig_mode", 0.0, 0, -1},
+    [F_MIG_MODE_PENDING] = {"mig_mode_pending", 0.0, 0, F_MIG_MODE},
+    [F_COMPUTE_MODE] = {"compute_mode", 0.0, 0, -1},
+    [F_REMAP_CORRECTABLE] = {"remap_correctable", 0.0, 0, -1},
+    [F_REMAP_UNCORRECTABLE] = {"remap_uncorrectable", 0.0, 0, -1},
+    [F_REMAP_PENDING] = {"remap_pending", 0.0, 0, -1},
+    [F_REMAP_FAILURE] = {"remap_failure", 0.0, 0, -1},
+    [F_RETIRED_SBE] = {"retired_pages_sbe", 0.0, 0, -1},
+    [F_RETIRED_DBE] = {"retired_pages_dbe", 0.0, 0, -1},
+    [F_RETIRED_PENDING] = {"retired_pages_pending", 0.0, 0, -1},
+    [F_NVLINK] = {"nvlink", 0.0, 0, -1},
+    [F_P2P] = {"p2p", 1.0, 0, -1},
+    [F_GPM_SUPPORTED] = {"gpm_supported", 0.0, 0, -1},
+    [F_GPM_GRAPHICS_UTIL] = {"gpm_graphics_util", 0.0, 0, F_UTIL_GPU},
+    [F_GPM_SM_UTIL] = {"gpm_sm_util", 30.0, 0, -1},
+    [F_GPM_SM_OCCUPANCY] = {"gpm_sm_occupancy", 20.0, 0, -1},
+    [F_GPM_TENSOR_UTIL] = {"gpm_tensor_util", 10.0, 0, -1},
+    [F_GPM_DRAM_BW_UTIL] = {"gpm_dram_bw_util", 25.0, 0, -1},
+    [F_GPM_FP64_UTIL] = {"gpm_fp64_util", 0.0, 0, -1},
+    [F_GPM_FP32_UTIL] = {"gpm_fp32_util", 15.0, 0, -1},
+    [F_GPM_FP16_UTIL] = {"gpm_fp16_util", 5.0, 0, -1},
+    [F_GPM_PCIE_TX_MIBPS] = {"gpm_pcie_tx_mibps", 100.0, 0, -1},
+    [F_GPM_PCIE_RX_MIBPS] = {"gpm_pcie_rx_mibps", 200.0, 0, -1},
+    [F_GPM_NVLINK_TX_MIBPS] = {"gpm_nvlink_tx_mibps", 0.0, 0, -1},
+    [F_GPM_NVLINK_RX_MIBPS] = {"gpm_nvlink_rx_mibps", 0.0, 0, -1},
+    [F_GPM_BUSY_FROM_S] = {"gpm_busy_from_s", 1e300, 0, -1},
+    [F_GPM_BUSY_UNTIL_S] = {"gpm_busy_until_s", 1e300, 0, -1},
+    [F_GPM_BUSY_ERROR] = {"gpm_busy_error", 19.0, 0, -1},
+    [F_ENC_UTIL] = {"enc_util", 0.0, 1, -1},
+    [F_DEC_UTIL] = {"dec_util", 0.0, 1, -1},
+    [F_PCIE_REPLAY] = {"pcie_replay", 0.0, 0, -1},
+    [F_MEM_TEMP_C] = {"mem_temp_c", 0.0, 0, -1},         /* 0: the device has no sensor */
+    [F_TEMP_MEM_MAX_C] = {"temp_mem_max_c", 0.0, 0, -1}, /* 0: no limit reported */
+    [F_NVLINK_TX_KIB] = {"nvlink_tx_kib", 0.0, 0, -1},
+    [F_NVLINK_RX_KIB] = {"nvlink_rx_kib", 0.0, 0, -1},
+    [F_POWER_SPIKE_MW] = {"power_spike_mw", 0.0, 0, -1},
+    [F_POWER_SPIKE_FROM_S] = {"power_spike_from_s", 1e300, 0, -1},
+    [F_POWER_SPIKE_UNTIL_S] = {"power_spike_until_s", 1e300, 0, -1},
+    [F_NVLINK_LINKS] = {"nvlink_links", 0.0, 0, -1},
+    [F_NVLINK_DOWN_MASK] = {"nvlink_down_mask", 0.0, 0, -1},
 };
 
 /* Features that can be listed in gpu.N.unsupported. */
@@ -371,6 +514,23 @@ enum {
     U_GRAPHICS_PROCESSES,
     U_NUM_CORES,
     U_CUDA_CC,
+    /* doctor */
+    U_PERSISTENCE,
+    U_APP_CLOCKS,
+    U_ECC_MODE,
+    U_MIG,
+    U_COMPUTE_MODE,
+    U_REMAPPED_ROWS,
+    U_RETIRED_PAGES,
+    U_VBIOS,
+    U_EVENTS,
+    U_GPM,
+    U_ENCODER,
+    U_DECODER,
+    U_PCIE_REPLAY,
+    U_FIELD_VALUES,
+    U_SAMPLES,
+    U_PROCESS_UTIL,
     U_COUNT,
     U_NONE = -1
 };
@@ -379,6 +539,9 @@ static const char *const U_NAMES[U_COUNT] = {
     "temp_thresholds", "fan", "clocks",     "max_clocks",      "pstate",
     "energy",     "pcie_link", "pcie_throughput", "ecc",       "throttle",
     "violation",  "processes", "graphics_processes", "num_cores", "cuda_cc",
+    "persistence", "app_clocks", "ecc_mode", "mig", "compute_mode", "remapped_rows",
+    "retired_pages", "vbios", "events", "gpm", "encoder", "decoder", "pcie_replay",
+    "field_values", "samples", "process_util",
 };
 
 typedef struct {
@@ -404,12 +567,20 @@ typedef struct {
     unsigned long long dur_throttle;
     int dur_throttle_set;
     double thr_from, thr_until, lost_from; /* HUGE_VAL = never */
+    double hang_from;                      /* from then on every call never returns */
     int call_delay_ms;                     /* -1 = use the global value */
     int handle_error;
     unsigned long unsupported; /* bit mask of U_* */
     int nprocs, ngprocs;
     proc_t procs[MAX_PROCS];
     proc_t gprocs[MAX_PROCS];
+    /* doctor: an XID critical error delivered to event sets from xid_at_s on */
+    unsigned long long xid;
+    double xid_at_s; /* HUGE_VAL = never */
+    char vbios[32];
+    /* per-process utilization: gpu.N.process_util = pid:sm:mem:enc:dec,... */
+    int nputil;
+    unsigned int putil[MAX_PROCS][5];
 } fdev_t;
 
 typedef struct {
@@ -511,7 +682,10 @@ static void device_defaults(fdev_t *d, int i)
     d->thr_from = HUGE_VAL;
     d->thr_until = HUGE_VAL;
     d->lost_from = HUGE_VAL;
+    d->hang_from = HUGE_VAL;
     d->call_delay_ms = -1;
+    d->xid_at_s = HUGE_VAL;
+    snprintf(d->vbios, sizeof d->vbios, "92.00.36.00.01");
 }
 
 static void scenario_defaults(scenario_t *s)
@@ -661,9 +835,19 @@ static int fn_index(const char *name)
     } while (0)
 
 /* Per-device key.  Returns 0 if handled, 1 if unknown key, -1 if bad value. */
+static int apply_doctor_key(fdev_t *d, const char *key, const char *val);
+
+static int apply_extra_key(fdev_t *d, const char *key, char *val);
+
 static int apply_device_key(fdev_t *d, const char *key, char *val)
 {
     int f;
+    int doctor_rc = apply_doctor_key(d, key, val);
+    if (doctor_rc != 1)
+        return doctor_rc;
+    int extra_rc = apply_extra_key(d, key, val);
+    if (extra_rc != 1)
+        return extra_rc;
     if (!strcmp(key, "name")) {
         snprintf(d->name, sizeof d->name, "%s", val);
         return 0;
@@ -702,7 +886,7 @@ static int apply_device_key(fdev_t *d, const char *key, char *val)
         return 0;
     }
     if (!strcmp(key, "throttle_from_s") || !strcmp(key, "throttle_until_s") ||
-        !strcmp(key, "lost_from_s")) {
+        !strcmp(key, "lost_from_s") || !strcmp(key, "hang_from_s")) {
         double x;
         if (parse_double(val, &x))
             return -1;
@@ -710,6 +894,8 @@ static int apply_device_key(fdev_t *d, const char *key, char *val)
             d->thr_from = x;
         else if (!strcmp(key, "throttle_until_s"))
             d->thr_until = x;
+        else if (!strcmp(key, "hang_from_s"))
+            d->hang_from = x;
         else
             d->lost_from = x;
         return 0;
@@ -1072,6 +1258,13 @@ static nvmlReturn_t device_gate(int idx, double *t)
         d = &g_scen->dev[idx];
     }
     *t = cur_time();
+    if (*t >= d->hang_from) {
+        /* A driver call that never returns (Xid storm, GPU reset): block this caller
+         * forever, without the lock, so other devices and threads still answer. */
+        pthread_mutex_unlock(&g_lock);
+        for (;;)
+            sleep_ms(1000);
+    }
     if (*t >= d->lost_from)
         return leave(NVML_ERROR_GPU_IS_LOST);
     return NVML_SUCCESS;
@@ -1663,6 +1856,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
     case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
         *temp = uvalue(d, F_TEMP_GPU_MAX_C, t);
         break;
+    case NVML_TEMPERATURE_THRESHOLD_MEM_MAX:
+        if (!value(d, F_TEMP_MEM_MAX_C, t))
+            return leave(NVML_ERROR_NOT_SUPPORTED);
+        *temp = uvalue(d, F_TEMP_MEM_MAX_C, t);
+        break;
     default:
         return leave(NVML_ERROR_NOT_SUPPORTED);
     }
@@ -1824,10 +2022,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryE
     DEV_PROLOGUE(nvmlDeviceGetTotalEccErrors, U_ECC);
     if (!eccCounts || (unsigned)counterType >= NVML_ECC_COUNTER_TYPE_COUNT)
         return leave(NVML_ERROR_INVALID_ARGUMENT);
+    int agg = counterType == NVML_AGGREGATE_ECC;
     if (errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
-        *eccCounts = value(d, F_ECC_UNCORRECTED, t);
+        *eccCounts = value(d, agg ? F_ECC_UNCORRECTED_AGG : F_ECC_UNCORRECTED, t);
     else if (errorType == NVML_MEMORY_ERROR_TYPE_CORRECTED)
-        *eccCounts = value(d, F_ECC_CORRECTED, t);
+        *eccCounts = value(d, agg ? F_ECC_CORRECTED_AGG : F_ECC_CORRECTED, t);
     else
         return leave(NVML_ERROR_INVALID_ARGUMENT);
     return leave(NVML_SUCCESS);
@@ -1879,4 +2078,883 @@ EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device
 {
     return procs_common(FN_nvmlDeviceGetGraphicsRunningProcesses_v3, U_GRAPHICS_PROCESSES,
                         device, infoCount, infos, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: configuration and health (gputui doctor), XID events               */
+/* ------------------------------------------------------------------------ */
+
+typedef enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 } nvmlEnableState_t;
+
+typedef enum {
+    NVML_COMPUTEMODE_DEFAULT = 0,
+    NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
+    NVML_COMPUTEMODE_PROHIBITED = 2,
+    NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+    NVML_COMPUTEMODE_COUNT
+} nvmlComputeMode_t;
+
+typedef enum {
+    NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+    NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+    NVML_PAGE_RETIREMENT_CAUSE_COUNT
+} nvmlPageRetirementCause_t;
+
+#define nvmlEventTypeSingleBitEccError 0x0000000000000001ULL
+#define nvmlEventTypeDoubleBitEccError 0x0000000000000002ULL
+#define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
+#define FAKE_SUPPORTED_EVENTS \
+    (nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | nvmlEventTypeXidCriticalError)
+
+typedef struct nvmlEventData_st {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+/* An event set remembers, per device, what was registered and when, and whether the
+ * scenario's XID has been handed out (each set sees it once, as a real driver does). */
+struct nvmlEventSet_st {
+    unsigned long long mask[MAX_DEVICES];
+    double registered_at[MAX_DEVICES];
+    unsigned char delivered[MAX_DEVICES];
+};
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+
+/* Scenario keys: gpu.N.xid, gpu.N.xid_at_s, gpu.N.vbios_version.  1 = not a doctor key. */
+static int apply_doctor_key(fdev_t *d, const char *key, const char *val)
+{
+    if (!strcmp(key, "xid")) {
+        unsigned long long x;
+        if (parse_ull(val, &x))
+            return -1;
+        d->xid = x;
+        return 0;
+    }
+    if (!strcmp(key, "xid_at_s")) {
+        double x;
+        if (parse_double(val, &x))
+            return -1;
+        d->xid_at_s = x;
+        return 0;
+    }
+    if (!strcmp(key, "vbios_version")) {
+        snprintf(d->vbios, sizeof d->vbios, "%s", val);
+        return 0;
+    }
+    return 1;
+}
+
+static nvmlReturn_t enable_state(int fn, nvmlDevice_t device, int feature, int field,
+                                 nvmlEnableState_t *out)
+{
+    fdev_t *d = NULL;
+    double t = 0.0;
+    nvmlReturn_t rc = dev_enter(fn, device, feature, &d, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!out)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *out = value(d, field, t) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
+{
+    return enable_state(FN_nvmlDeviceGetPersistenceMode, device, U_PERSISTENCE, F_PERSISTENCE,
+                        mode);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
+                                                           nvmlEnableState_t *isPending)
+{
+    return enable_state(FN_nvmlDeviceGetRetiredPagesPendingStatus, device, U_RETIRED_PAGES,
+                        F_RETIRED_PENDING, isPending);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
+                                                             unsigned int *defaultLimit)
+{
+    DEV_PROLOGUE(nvmlDeviceGetPowerManagementDefaultLimit, U_POWER_LIMIT);
+    if (!defaultLimit)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *defaultLimit = uvalue(d, F_POWER_DEFAULT_LIMIT_MW, t);
+    return leave(NVML_SUCCESS);
+}
+
+static int app_clock_field(nvmlClockType_t type, int dflt)
+{
+    switch (type) {
+    case NVML_CLOCK_GRAPHICS:
+    case NVML_CLOCK_SM: return dflt ? F_DEFAULT_APP_CLOCK_SM : F_APP_CLOCK_SM;
+    case NVML_CLOCK_MEM: return dflt ? F_DEFAULT_APP_CLOCK_MEM : F_APP_CLOCK_MEM;
+    default: return -1;
+    }
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
+                                                   unsigned int *clockMHz)
+{
+    DEV_PROLOGUE(nvmlDeviceGetApplicationsClock, U_APP_CLOCKS);
+    int f = app_clock_field(clockType, 0);
+    if (!clockMHz || f < 0)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *clockMHz = uvalue(d, f, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t device,
+                                                          nvmlClockType_t clockType,
+                                                          unsigned int *clockMHz)
+{
+    DEV_PROLOGUE(nvmlDeviceGetDefaultApplicationsClock, U_APP_CLOCKS);
+    int f = app_clock_field(clockType, 1);
+    if (!clockMHz || f < 0)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *clockMHz = uvalue(d, f, t);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current,
+                                         nvmlEnableState_t *pending)
+{
+    DEV_PROLOGUE(nvmlDeviceGetEccMode, U_ECC_MODE);
+    if (!current || !pending)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *current = value(d, F_ECC_MODE, t) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    *pending = value(d, F_ECC_MODE_PENDING, t) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
+                                         unsigned int *pendingMode)
+{
+    DEV_PROLOGUE(nvmlDeviceGetMigMode, U_MIG);
+    if (!currentMode || !pendingMode)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *currentMode = value(d, F_MIG_MODE, t) ? 1u : 0u;
+    *pendingMode = value(d, F_MIG_MODE_PENDING, t) ? 1u : 0u;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)
+{
+    DEV_PROLOGUE(nvmlDeviceGetComputeMode, U_COMPUTE_MODE);
+    if (!mode)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int m = uvalue(d, F_COMPUTE_MODE, t);
+    *mode = (nvmlComputeMode_t)(m < NVML_COMPUTEMODE_COUNT ? m : NVML_COMPUTEMODE_DEFAULT);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows,
+                                              unsigned int *uncRows, unsigned int *isPending,
+                                              unsigned int *failureOccurred)
+{
+    DEV_PROLOGUE(nvmlDeviceGetRemappedRows, U_REMAPPED_ROWS);
+    if (!corrRows || !uncRows || !isPending || !failureOccurred)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *corrRows = uvalue(d, F_REMAP_CORRECTABLE, t);
+    *uncRows = uvalue(d, F_REMAP_UNCORRECTABLE, t);
+    *isPending = value(d, F_REMAP_PENDING, t) ? 1u : 0u;
+    *failureOccurred = value(d, F_REMAP_FAILURE, t) ? 1u : 0u;
+    return leave(NVML_SUCCESS);
+}
+
+/* Two-call protocol: a count too small gets INSUFFICIENT_SIZE and the count needed. */
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device,
+                                              nvmlPageRetirementCause_t cause,
+                                              unsigned int *pageCount,
+                                              unsigned long long *addresses)
+{
+    DEV_PROLOGUE(nvmlDeviceGetRetiredPages, U_RETIRED_PAGES);
+    if (!pageCount)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    int f;
+    if (cause == NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+        f = F_RETIRED_SBE;
+    else if (cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+        f = F_RETIRED_DBE;
+    else
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int n = uvalue(d, f, t);
+    if (*pageCount < n) {
+        *pageCount = n;
+        return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    if (n > 0 && !addresses)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    for (unsigned int i = 0; i < n; i++)
+        addresses[i] = 0x100000ULL * (unsigned long long)(i + 1) + (unsigned long long)f;
+    *pageCount = n;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *version,
+                                              unsigned int length)
+{
+    DEV_PROLOGUE(nvmlDeviceGetVbiosVersion, U_VBIOS);
+    return leave(put_str(version, length, d->vbios));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
+                                                     unsigned long long *eventTypes)
+{
+    DEV_PROLOGUE(nvmlDeviceGetSupportedEventTypes, U_EVENTS);
+    if (!eventTypes)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *eventTypes = FAKE_SUPPORTED_EVENTS;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    nvmlReturn_t rc = enter(FN_nvmlEventSetCreate);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!set)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *set = calloc(1, sizeof **set);
+    return leave(*set ? NVML_SUCCESS : NVML_ERROR_MEMORY);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                             nvmlEventSet_t set)
+{
+    DEV_PROLOGUE(nvmlDeviceRegisterEvents, U_EVENTS);
+    if (!set)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (eventTypes & ~FAKE_SUPPORTED_EVENTS)
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    int i = handle_index(device);
+    set->mask[i] |= eventTypes;
+    set->registered_at[i] = t;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data,
+                                        unsigned int timeoutms)
+{
+    nvmlReturn_t rc = enter(FN_nvmlEventSetWait_v2);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!set || !data)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    double deadline = mono_now() + timeoutms / 1000.0;
+    for (;;) {
+        double t = cur_time();
+        for (int i = 0; i < g_scen->device_count; i++) {
+            const fdev_t *d = &g_scen->dev[i];
+            /* Only an error that happens after registration reaches the set. */
+            if ((set->mask[i] & nvmlEventTypeXidCriticalError) && !set->delivered[i] &&
+                t >= d->xid_at_s && d->xid_at_s >= set->registered_at[i]) {
+                set->delivered[i] = 1;
+                data->device = &g_handles[i];
+                data->eventType = nvmlEventTypeXidCriticalError;
+                data->eventData = d->xid;
+                data->gpuInstanceId = 0xFFFFFFFFu;
+                data->computeInstanceId = 0xFFFFFFFFu;
+                return leave(NVML_SUCCESS);
+            }
+        }
+        double left_ms = (deadline - mono_now()) * 1000.0;
+        if (left_ms <= 0.0)
+            return leave(NVML_ERROR_TIMEOUT);
+        /* Wait without the lock so that other calls (and other threads) go on. */
+        pthread_mutex_unlock(&g_lock);
+        sleep_ms(left_ms < 20.0 ? (int)left_ms + 1 : 20);
+        pthread_mutex_lock(&g_lock);
+        if (!g_scen || g_refcount <= 0)
+            return leave(NVML_ERROR_UNINITIALIZED);
+    }
+}
+
+EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    nvmlReturn_t rc = enter(FN_nvmlEventSetFree);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!set)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    free(set);
+    return leave(NVML_SUCCESS);
+}
+
+typedef enum {
+    NVML_P2P_CAPS_INDEX_READ = 0,
+    NVML_P2P_CAPS_INDEX_WRITE = 1,
+    NVML_P2P_CAPS_INDEX_NVLINK = 2,
+    NVML_P2P_CAPS_INDEX_ATOMICS = 3,
+    NVML_P2P_CAPS_INDEX_PCI = 4,
+    NVML_P2P_CAPS_INDEX_UNKNOWN = 5
+} nvmlGpuP2PCapsIndex_t;
+
+typedef enum {
+    NVML_P2P_STATUS_OK = 0,
+    NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED = 1,
+    NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2,
+    NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+    NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4,
+    NVML_P2P_STATUS_NOT_SUPPORTED = 5,
+    NVML_P2P_STATUS_UNKNOWN = 6
+} nvmlGpuP2PStatus_t;
+
+/* gpu.N.nvlink = 1 on both ends: an NVLink path; gpu.N.p2p = 0 on either end: no P2P. */
+EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device, nvmlDevice_t device2,
+                                           nvmlGpuP2PCapsIndex_t p2pIndex,
+                                           nvmlGpuP2PStatus_t *p2pStatus)
+{
+    DEV_PROLOGUE(nvmlDeviceGetP2PStatus, U_NONE);
+    int j = handle_index(device2);
+    if (j < 0 || !p2pStatus || (unsigned)p2pIndex >= NVML_P2P_CAPS_INDEX_UNKNOWN)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    const fdev_t *e = &g_scen->dev[j];
+    if (p2pIndex == NVML_P2P_CAPS_INDEX_NVLINK)
+        *p2pStatus = value(d, F_NVLINK, t) && value(e, F_NVLINK, t)
+                         ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
+    else
+        *p2pStatus = value(d, F_P2P, t) && value(e, F_P2P, t)
+                         ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED;
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: GPM profiling counters (Hopper and newer)                          */
+/* ------------------------------------------------------------------------ */
+
+#define NVML_GPM_METRIC_MAX 477
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+
+typedef struct {
+    unsigned int metricId;
+    nvmlReturn_t nvmlReturn;
+    double value;
+    struct {
+        char *shortName;
+        char *longName;
+        char *unit;
+    } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned int numMetrics;
+    nvmlGpmSample_t sample1;
+    nvmlGpmSample_t sample2;
+    nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+#define GPM_SAMPLE_MAGIC 0x47504D53u /* "GPMS" */
+
+/* A sample remembers which device it was taken on and when: the fake's "counters" are
+ * the scenario's values at the later sample's time. */
+struct nvmlGpmSample_st {
+    unsigned int magic;
+    int filled;
+    int idx;
+    double t;
+};
+
+/* metric id -> scenario field, name, unit; link metrics need gpu.N.nvlink = 1 */
+static const struct {
+    unsigned int id;
+    int field;
+    int nvlink;
+    const char *short_name, *long_name, *unit;
+} GPM_METRICS[] = {
+    {1, F_GPM_GRAPHICS_UTIL, 0, "gr_util", "graphics engine activity", "%"},
+    {2, F_GPM_SM_UTIL, 0, "sm_util", "SM activity", "%"},
+    {3, F_GPM_SM_OCCUPANCY, 0, "sm_occupancy", "SM occupancy", "%"},
+    {5, F_GPM_TENSOR_UTIL, 0, "any_tensor_util", "any tensor pipe activity", "%"},
+    {10, F_GPM_DRAM_BW_UTIL, 0, "dram_bw_util", "DRAM bandwidth utilization", "%"},
+    {11, F_GPM_FP64_UTIL, 0, "fp64_util", "FP64 pipe activity", "%"},
+    {12, F_GPM_FP32_UTIL, 0, "fp32_util", "FP32 pipe activity", "%"},
+    {13, F_GPM_FP16_UTIL, 0, "fp16_util", "FP16 pipe activity", "%"},
+    {20, F_GPM_PCIE_TX_MIBPS, 0, "pcie_tx", "PCIe TX", "MiB/s"},
+    {21, F_GPM_PCIE_RX_MIBPS, 0, "pcie_rx", "PCIe RX", "MiB/s"},
+    {60, F_GPM_NVLINK_RX_MIBPS, 1, "nvlink_rx", "NVLink RX, all links", "MiB/s"},
+    {61, F_GPM_NVLINK_TX_MIBPS, 1, "nvlink_tx", "NVLink TX, all links", "MiB/s"},
+};
+
+/* Per-link NVLink rate metric ids: links 0-17 are 62.. (RX even, TX odd), 18-35 212.. */
+static int gpm_link_of(unsigned int id)
+{
+    if (id >= 62 && id <= 97)
+        return (int)(id - 62) / 2;
+    if (id >= 212 && id <= 247)
+        return 18 + (int)(id - 212) / 2;
+    return -1;
+}
+
+static int gpm_link_is_tx(unsigned int id)
+{
+    return (id & 1u) != 0;
+}
+
+/* Scenario keys: gpu.N.gpm_supported (0/1), gpu.N.gpm_<metric> values, gpu.N.nvlink,
+ * gpu.N.gpm_busy_from_s / gpm_busy_until_s (another profiler holds the counters:
+ * nvmlGpmSampleGet returns gpm_busy_error, NVML_ERROR_IN_USE by default), and "gpm" in
+ * gpu.N.unsupported (nvmlGpmQueryDeviceSupport itself answers NOT_SUPPORTED). */
+EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport)
+{
+    DEV_PROLOGUE(nvmlGpmQueryDeviceSupport, U_GPM);
+    if (!gpmSupport)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION)
+        return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    gpmSupport->isSupportedDevice = value(d, F_GPM_SUPPORTED, t) ? 1u : 0u;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample)
+{
+    nvmlReturn_t rc = enter(FN_nvmlGpmSampleAlloc);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!gpmSample)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    struct nvmlGpmSample_st *s = calloc(1, sizeof *s);
+    if (!s)
+        return leave(NVML_ERROR_MEMORY);
+    s->magic = GPM_SAMPLE_MAGIC;
+    *gpmSample = s;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample)
+{
+    nvmlReturn_t rc = enter(FN_nvmlGpmSampleFree);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!gpmSample || gpmSample->magic != GPM_SAMPLE_MAGIC)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    gpmSample->magic = 0;
+    free(gpmSample);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)
+{
+    DEV_PROLOGUE(nvmlGpmSampleGet, U_GPM);
+    if (!gpmSample || gpmSample->magic != GPM_SAMPLE_MAGIC)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (!value(d, F_GPM_SUPPORTED, t))
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    if (t >= raw_value(d, F_GPM_BUSY_FROM_S, t) && t < raw_value(d, F_GPM_BUSY_UNTIL_S, t))
+        return leave((nvmlReturn_t)uvalue(d, F_GPM_BUSY_ERROR, t));
+    gpmSample->filled = 1;
+    gpmSample->idx = handle_index(device);
+    gpmSample->t = t;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
+{
+    nvmlReturn_t rc = enter(FN_nvmlGpmMetricsGet);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!metricsGet)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (metricsGet->version != NVML_GPM_METRICS_GET_VERSION)
+        return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    const struct nvmlGpmSample_st *a = metricsGet->sample1, *b = metricsGet->sample2;
+    if (metricsGet->numMetrics > NVML_GPM_METRIC_MAX || !a || !b ||
+        a->magic != GPM_SAMPLE_MAGIC || b->magic != GPM_SAMPLE_MAGIC || !a->filled ||
+        !b->filled || a->idx != b->idx || a->idx >= g_scen->device_count)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    const fdev_t *d = &g_scen->dev[a->idx];
+    double t = a->t > b->t ? a->t : b->t;
+    for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
+        nvmlGpmMetric_t *m = &metricsGet->metrics[i];
+        m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        m->value = 0.0;
+        m->metricInfo.shortName = m->metricInfo.longName = m->metricInfo.unit = NULL;
+        int link = gpm_link_of(m->metricId);
+        if (link >= 0) {
+            /* per-link rates: the totals shared by the active links */
+            unsigned int n = uvalue(d, F_NVLINK_LINKS, t);
+            unsigned long long down = value(d, F_NVLINK_DOWN_MASK, t);
+            if ((unsigned int)link >= n)
+                continue;
+            unsigned int active = 0;
+            for (unsigned int l = 0; l < n && l < 64; l++)
+                active += !((down >> l) & 1ULL);
+            int tx = gpm_link_is_tx(m->metricId);
+            double total = raw_value(d, tx ? F_GPM_NVLINK_TX_MIBPS : F_GPM_NVLINK_RX_MIBPS, t);
+            m->value = ((down >> link) & 1ULL) || !active ? 0.0 : total / active;
+            m->nvmlReturn = NVML_SUCCESS;
+            continue;
+        }
+        for (size_t k = 0; k < sizeof GPM_METRICS / sizeof GPM_METRICS[0]; k++) {
+            if (GPM_METRICS[k].id != m->metricId)
+                continue;
+            m->metricInfo.shortName = (char *)GPM_METRICS[k].short_name;
+            m->metricInfo.longName = (char *)GPM_METRICS[k].long_name;
+            m->metricInfo.unit = (char *)GPM_METRICS[k].unit;
+            if (GPM_METRICS[k].nvlink && !value(d, F_NVLINK, t))
+                break;
+            double v = raw_value(d, GPM_METRICS[k].field, t);
+            if (GPM_METRICS[k].unit[0] == '%')
+                v = v < 0.0 ? 0.0 : (v > 100.0 ? 100.0 : v);
+            m->value = v;
+            m->nvmlReturn = NVML_SUCCESS;
+            break;
+        }
+    }
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: encoder/decoder, PCIe replays, field values (memory temperature,   */
+/* NVLink data counters)                                                    */
+/* ------------------------------------------------------------------------ */
+
+static nvmlReturn_t codec_util(int fn, int feature, int field, nvmlDevice_t device,
+                               unsigned int *utilization, unsigned int *samplingPeriodUs)
+{
+    fdev_t *d = NULL;
+    double t = 0.0;
+    nvmlReturn_t rc = dev_enter(fn, device, feature, &d, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!utilization || !samplingPeriodUs)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *utilization = uvalue(d, field, t);
+    *samplingPeriodUs = 167000;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs)
+{
+    return codec_util(FN_nvmlDeviceGetEncoderUtilization, U_ENCODER, F_ENC_UTIL, device,
+                      utilization, samplingPeriodUs);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                    unsigned int *samplingPeriodUs)
+{
+    return codec_util(FN_nvmlDeviceGetDecoderUtilization, U_DECODER, F_DEC_UTIL, device,
+                      utilization, samplingPeriodUs);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value_)
+{
+    DEV_PROLOGUE(nvmlDeviceGetPcieReplayCounter, U_PCIE_REPLAY);
+    if (!value_)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *value_ = uvalue(d, F_PCIE_REPLAY, t);
+    return leave(NVML_SUCCESS);
+}
+
+typedef enum nvmlValueType_enum {
+    NVML_VALUE_TYPE_DOUBLE = 0,
+    NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+    NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+    NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+    NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+    NVML_VALUE_TYPE_SIGNED_INT = 5,
+    NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+    NVML_VALUE_TYPE_COUNT
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+    double dVal;
+    int siVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    signed long long sllVal;
+    unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct nvmlFieldValue_st {
+    unsigned int fieldId;
+    unsigned int scopeId;
+    long long timestamp;
+    long long latencyUsec;
+    nvmlValueType_t valueType;
+    nvmlReturn_t nvmlReturn;
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+
+#define NVML_FI_DEV_MEMORY_TEMP 82
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+
+/* gpu.N.mem_temp_c (0: no sensor), gpu.N.nvlink_tx_kib / nvlink_rx_kib (counters, with
+ * gpu.N.nvlink = 1; scopeId UINT_MAX = all links); other ids are NOT_SUPPORTED. */
+EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                             nvmlFieldValue_t *values)
+{
+    DEV_PROLOGUE(nvmlDeviceGetFieldValues, U_FIELD_VALUES);
+    if (valuesCount < 0 || (valuesCount > 0 && !values))
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    for (int i = 0; i < valuesCount; i++) {
+        nvmlFieldValue_t *v = &values[i];
+        v->timestamp = (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+        v->latencyUsec = 0;
+        v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        memset(&v->value, 0, sizeof v->value);
+        switch (v->fieldId) {
+        case NVML_FI_DEV_MEMORY_TEMP:
+            if (value(d, F_MEM_TEMP_C, t)) {
+                v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+                v->value.uiVal = uvalue(d, F_MEM_TEMP_C, t);
+                v->nvmlReturn = NVML_SUCCESS;
+            }
+            break;
+        case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+        case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+            if (value(d, F_NVLINK, t)) {
+                int f = v->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? F_NVLINK_TX_KIB
+                                                                             : F_NVLINK_RX_KIB;
+                v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+                v->value.ullVal = value(d, f, t);
+                v->nvmlReturn = NVML_SUCCESS;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: nvmlDeviceGetSamples (sub-second power, utilization, clock)         */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    NVML_TOTAL_POWER_SAMPLES = 0,
+    NVML_GPU_UTILIZATION_SAMPLES = 1,
+    NVML_MEMORY_UTILIZATION_SAMPLES = 2,
+    NVML_ENC_UTILIZATION_SAMPLES = 3,
+    NVML_DEC_UTILIZATION_SAMPLES = 4,
+    NVML_PROCESSOR_CLK_SAMPLES = 5,
+    NVML_MEMORY_CLK_SAMPLES = 6,
+    NVML_MODULE_POWER_SAMPLES = 7,
+    NVML_JPG_UTILIZATION_SAMPLES = 8,
+    NVML_OFA_UTILIZATION_SAMPLES = 9,
+    NVML_SAMPLINGTYPE_COUNT
+} nvmlSamplingType_t;
+
+typedef struct nvmlSample_st {
+    unsigned long long timeStamp;
+    nvmlValue_t sampleValue;
+} nvmlSample_t;
+
+#define FAKE_SAMPLE_PERIOD_S 0.1 /* the driver samples every 100 ms */
+#define FAKE_SAMPLE_BUFFER 120   /* and keeps the last 120 */
+
+static unsigned long long sample_ts(long k)
+{
+    /* microseconds: scenario time on a fixed epoch, so that timestamps look real */
+    return 1700000000000000ULL + (unsigned long long)k * 100000ULL;
+}
+
+/* Samples every 100 ms of scenario time up to now, newer than lastSeenTimeStamp; power
+ * follows power_mw (and its wave), except inside [power_spike_from_s, power_spike_until_s)
+ * where it is power_spike_mw. Two-call protocol as NVML's: samples NULL gives the count. */
+EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingType_t type,
+                                         unsigned long long lastSeenTimeStamp,
+                                         nvmlValueType_t *sampleValType,
+                                         unsigned int *sampleCount, nvmlSample_t *samples)
+{
+    DEV_PROLOGUE(nvmlDeviceGetSamples, U_SAMPLES);
+    if (!sampleValType || !sampleCount)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    int f;
+    switch (type) {
+    case NVML_TOTAL_POWER_SAMPLES: f = F_POWER_MW; break;
+    case NVML_GPU_UTILIZATION_SAMPLES: f = F_UTIL_GPU; break;
+    case NVML_PROCESSOR_CLK_SAMPLES: f = F_CLOCK_GRAPHICS; break;
+    default: return leave(NVML_ERROR_NOT_SUPPORTED);
+    }
+    long last = (long)floor(t / FAKE_SAMPLE_PERIOD_S + 1e-9);
+    long first = last - FAKE_SAMPLE_BUFFER + 1;
+    if (first < 0)
+        first = 0;
+    while (first <= last && sample_ts(first) <= lastSeenTimeStamp)
+        first++;
+    unsigned int n = first <= last ? (unsigned int)(last - first + 1) : 0;
+    *sampleValType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    if (n == 0)
+        return leave(NVML_ERROR_NOT_FOUND);
+    if (!samples) {
+        *sampleCount = n;
+        return leave(NVML_SUCCESS);
+    }
+    if (*sampleCount == 0)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (n > *sampleCount)
+        first = last - (long)*sampleCount + 1, n = *sampleCount;
+    double from = raw_value(d, F_POWER_SPIKE_FROM_S, t), until = raw_value(d, F_POWER_SPIKE_UNTIL_S, t);
+    for (unsigned int i = 0; i < n; i++) {
+        long k = first + (long)i;
+        double ts = (double)k * FAKE_SAMPLE_PERIOD_S;
+        samples[i].timeStamp = sample_ts(k);
+        memset(&samples[i].sampleValue, 0, sizeof samples[i].sampleValue);
+        if (f == F_POWER_MW && ts >= from && ts < until && value(d, F_POWER_SPIKE_MW, ts))
+            samples[i].sampleValue.uiVal = uvalue(d, F_POWER_SPIKE_MW, ts);
+        else
+            samples[i].sampleValue.uiVal = uvalue(d, f, ts);
+    }
+    *sampleCount = n;
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: per-process utilization                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct nvmlProcessUtilizationSample_st {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+typedef struct {
+    unsigned long long timeStamp;
+    unsigned int pid;
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+    unsigned int jpgUtil;
+    unsigned int ofaUtil;
+} nvmlProcessUtilizationInfo_v1_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned int processSamplesCount;
+    unsigned long long lastSeenTimeStamp;
+    nvmlProcessUtilizationInfo_v1_t *procUtilArray;
+} nvmlProcessesUtilizationInfo_v1_t;
+typedef nvmlProcessesUtilizationInfo_v1_t nvmlProcessesUtilizationInfo_t;
+#define nvmlProcessesUtilizationInfo_v1 NVML_STRUCT_VERSION(ProcessesUtilizationInfo, 1)
+
+/* "pid:sm:mem:enc:dec,..."  1 = not an extra key */
+static int apply_extra_key(fdev_t *d, const char *key, char *val)
+{
+    if (strcmp(key, "process_util"))
+        return 1;
+    d->nputil = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(val, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok = trim(tok);
+        if (!*tok)
+            continue;
+        unsigned int v[5];
+        char tail;
+        if (d->nputil >= MAX_PROCS ||
+            sscanf(tok, "%u:%u:%u:%u:%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5)
+            return -1;
+        memcpy(d->putil[d->nputil++], v, sizeof v);
+    }
+    return 0;
+}
+
+/* One sample per listed process at the latest 100 ms sample time, if that is newer than
+ * lastSeenTimeStamp (else NOT_FOUND, as the driver when nothing new was sampled). */
+static unsigned int putil_count(const fdev_t *d, double t, unsigned long long last_seen,
+                                unsigned long long *ts)
+{
+    *ts = sample_ts((long)floor(t / FAKE_SAMPLE_PERIOD_S + 1e-9));
+    return *ts > last_seen ? (unsigned int)d->nputil : 0;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                    nvmlProcessUtilizationSample_t *utilization,
+                                                    unsigned int *processSamplesCount,
+                                                    unsigned long long lastSeenTimeStamp)
+{
+    DEV_PROLOGUE(nvmlDeviceGetProcessUtilization, U_PROCESS_UTIL);
+    if (!processSamplesCount)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned long long ts;
+    unsigned int n = putil_count(d, t, lastSeenTimeStamp, &ts);
+    if (n == 0)
+        return leave(NVML_ERROR_NOT_FOUND);
+    if (!utilization || *processSamplesCount < n) {
+        *processSamplesCount = n;
+        return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    for (unsigned int i = 0; i < n; i++) {
+        utilization[i].pid = d->putil[i][0];
+        utilization[i].timeStamp = ts;
+        utilization[i].smUtil = d->putil[i][1];
+        utilization[i].memUtil = d->putil[i][2];
+        utilization[i].encUtil = d->putil[i][3];
+        utilization[i].decUtil = d->putil[i][4];
+    }
+    *processSamplesCount = n;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                          nvmlProcessesUtilizationInfo_t *info)
+{
+    DEV_PROLOGUE(nvmlDeviceGetProcessesUtilizationInfo, U_PROCESS_UTIL);
+    if (!info)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (info->version != nvmlProcessesUtilizationInfo_v1)
+        return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    unsigned long long ts;
+    unsigned int n = putil_count(d, t, info->lastSeenTimeStamp, &ts);
+    if (n == 0)
+        return leave(NVML_ERROR_NOT_FOUND);
+    if (!info->procUtilArray || info->processSamplesCount < n) {
+        info->processSamplesCount = n;
+        return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    for (unsigned int i = 0; i < n; i++) {
+        nvmlProcessUtilizationInfo_v1_t *u = &info->procUtilArray[i];
+        memset(u, 0, sizeof *u);
+        u->timeStamp = ts;
+        u->pid = d->putil[i][0];
+        u->smUtil = d->putil[i][1];
+        u->memUtil = d->putil[i][2];
+        u->encUtil = d->putil[i][3];
+        u->decUtil = d->putil[i][4];
+    }
+    info->processSamplesCount = n;
+    return leave(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NVML: NVLink link state                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* gpu.N.nvlink_links links (0: the GPU has no NVLink, NOT_SUPPORTED); a link past the
+ * last is INVALID_ARGUMENT, as on a real GPU; gpu.N.nvlink_down_mask bit i: link i down. */
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                             nvmlEnableState_t *isActive)
+{
+    DEV_PROLOGUE(nvmlDeviceGetNvLinkState, U_NONE);
+    if (!isActive)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int n = uvalue(d, F_NVLINK_LINKS, t);
+    if (n == 0)
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    if (link >= n)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned long long down = value(d, F_NVLINK_DOWN_MASK, t);
+    *isActive = link < 64 && ((down >> link) & 1ULL) ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
+    return leave(NVML_SUCCESS);
 }

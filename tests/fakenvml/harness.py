@@ -128,6 +128,21 @@ def write_scenario(path: str | os.PathLike[str], mapping: Mapping[str, Any]) -> 
     return out
 
 
+def derive_scenario(base: str, overrides: Mapping[str, Any],
+                    path: str | os.PathLike[str]) -> Path:
+    """A shipped scenario with some keys changed (later lines win), e.g. one device
+    made to hang: ``derive_scenario("two_gpus", {"gpu.0.hang_from_s": 0}, p)``.
+
+    Fault keys per device: ``gpu.N.call_delay_ms`` (every call of that device sleeps
+    that long) and ``gpu.N.hang_from_s`` (from that second on, every call of that
+    device never returns; 0: it hangs while being opened)."""
+    text = scenario_path(base).read_text(encoding="utf-8")
+    out = Path(path)
+    out.write_text(text + "\n# --- overrides\n" + render_scenario(overrides),
+                   encoding="utf-8")
+    return out
+
+
 def resolve_scenario(scenario: str | os.PathLike[str]) -> Path:
     """An existing file path, or else the name of a shipped scenario."""
     path = Path(scenario)

@@ -219,7 +219,8 @@ class StubbornServer:
 
     mode "trickle-body": valid headers announcing a big page, then one body byte every
     `step` seconds, never finishing. "trickle-headers": the status line one byte every
-    `step` seconds. "not-http": answers like an SSH server would.
+    `step` seconds. "not-http": answers like an SSH server would. "silent": reads the
+    request and never answers (a hung process that still accepts connections).
     Every connection is served by a daemon thread; close() hangs up on all of them.
     """
 
@@ -268,6 +269,8 @@ class StubbornServer:
             if self.mode == "not-http":
                 conn.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
                 self.stop.wait(30)
+            elif self.mode == "silent":
+                self.stop.wait(120)
             elif self.mode == "trickle-headers":
                 self._drip(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" * 1000)
             else:
@@ -303,3 +306,85 @@ def stubborn_server() -> Iterator[Callable[..., StubbornServer]]:
     finally:
         for srv in made:
             srv.close()
+
+
+class PageServer:
+    """Serves one metrics page (bytes, replaceable) on 127.0.0.1 and counts the requests."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.requests = 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests += 1
+                body = outer.body
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the fleet gave up on a page it found too large
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def target(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def page_server() -> Iterator[Callable[[bytes], PageServer]]:
+    made: list[PageServer] = []
+
+    def make(body: bytes) -> PageServer:
+        srv = PageServer(body)
+        made.append(srv)
+        return srv
+
+    try:
+        yield make
+    finally:
+        for srv in made:
+            srv.close()
+
+
+GPU_LABELS = ('gpu="{i}",UUID="GPU-{i:04d}",device="nvidia{i}",modelName="NVIDIA H100 80GB HBM3",'
+              'Hostname="{host}",pci_bus_id="00000000:{i:02X}:00.0"')
+
+
+def gpu_page(host: str, gpus: int = 1, util: int = 50) -> bytes:
+    """A small dcgm-exporter-like page: utilisation, memory and temperature per GPU."""
+    lines = []
+    for i in range(gpus):
+        labels = GPU_LABELS.format(i=i, host=host)
+        lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} {util}",
+                  f"DCGM_FI_DEV_FB_USED{{{labels}}} 1024", f"DCGM_FI_DEV_FB_FREE{{{labels}}} 3072",
+                  f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 60"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def huge_page(host: str, series: int = 200_000, *, gpu_series: bool) -> bytes:
+    """About 16 MB: `series` series of GPU utilisation (one per made-up GPU) when
+    `gpu_series`, else one real GPU and `series` series the fleet does not read."""
+    if gpu_series:
+        return "".join(f'DCGM_FI_DEV_GPU_UTIL{{gpu="{i}",UUID="GPU-{i:06d}",Hostname="{host}"}}'
+                       f" 1\n" for i in range(series)).encode()
+    other = "".join(f'node_systemd_unit_state{{name="unit-{i:06d}.service",state="active",'
+                    f'type="simple"}} 1\n' for i in range(series))
+    return gpu_page(host) + other.encode()

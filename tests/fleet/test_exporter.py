@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gputui.cli import build_parser, main
-from gputui.fleet.exporter import ListenAddress, ListenAddressError, check_local, parse_listen
+from gputui.fleet.listen import ListenAddress, ListenAddressError, check_local, parse_listen
 from tests.fakenvml.harness import scenario_path
 from tests.fleet.conftest import (
     LOOPBACK,
@@ -251,12 +251,12 @@ def test_default_listen_address_is_loopback_9400() -> None:
 def test_an_address_of_another_machine_is_one_line_and_exit_2(
         listen: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Checked before anything binds: the server class must never be reached."""
-    import gputui.fleet.exporter as exporter
+    import gputui.fleet.metrics_server as metrics_server
 
     def no_bind(*args: object, **kwargs: object) -> None:
         raise AssertionError("tried to bind a socket")
 
-    monkeypatch.setattr(exporter, "MetricsServer", no_bind)
+    monkeypatch.setattr(metrics_server, "MetricsServer", no_bind)
     assert main(["export", "--listen", listen]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gputui: cannot listen on ")

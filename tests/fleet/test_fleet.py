@@ -11,16 +11,11 @@ from dataclasses import dataclass
 import pytest
 from textual.widgets import DataTable, Static
 
+from gputui.fleet.errors import ScrapeError, TargetError
 from gputui.fleet.model import FleetSnapshot, HostReading, HostState
-from gputui.fleet.scrape import (
-    FleetPoller,
-    ScrapeError,
-    Target,
-    TargetError,
-    backoff_s,
-    parse_metrics,
-    parse_target,
-)
+from gputui.fleet.poller import FleetPoller, backoff_s
+from gputui.fleet.scrape import parse_metrics
+from gputui.fleet.targets import Target, parse_target
 from gputui.ui.fleet_app import FleetApp
 from tests.fleet.conftest import (
     LOOPBACK,
@@ -127,7 +122,7 @@ async def test_fleet_app_shows_each_host_for_itself(fleet: Fleet) -> None:
             rows = {str(k.value): [str(c) for c in table.get_row(k)] for k in table.rows}
             a0 = rows[f"{fleet.good[0]}|0|GPU-11111111-2222-3333-4444-555555555555"]
             assert a0[0] == f"node-a ({fleet.good[0]})"
-            assert a0[2:] == ["NVIDIA A100-SXM4-80GB", "87%", "40.0/80GiB", "312W", "64°C",
+            assert a0[2:] == ["NVIDIA A100-SXM4-80GB", "87%", "N/A", "40.0/80GiB", "312W", "64°C",
                               "none"]
             assert sum(1 for k in rows if k.startswith(fleet.good[1] + "|")) == 8
             assert rows[f"{fleet.down}|down"][-1].startswith("DOWN: ")

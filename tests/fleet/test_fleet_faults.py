@@ -15,15 +15,11 @@ from types import CodeType, FrameType
 import pytest
 
 from gputui.commands.fleet import once_failure
+from gputui.fleet.errors import ScrapeError
 from gputui.fleet.model import FleetHost, FleetSnapshot, HostReading, HostState, local_clock
-from gputui.fleet.scrape import (
-    FleetPoller,
-    ScrapeError,
-    Target,
-    parse_metrics,
-    parse_target,
-    scrape,
-)
+from gputui.fleet.poller import FleetPoller
+from gputui.fleet.scrape import parse_metrics, scrape
+from gputui.fleet.targets import Target, parse_target
 from gputui.fleet.view import host_rows
 from gputui.ui.fleet_app import FleetApp
 from tests.fleet.conftest import (
@@ -126,11 +122,13 @@ async def test_quitting_the_app_does_not_wait_for_a_stuck_poll(
             await pilot.press("q")
 
     await asyncio.wait_for(drive(), 30)  # a deadline: without it a regression hangs the suite
-    # The poll is still blocked on the trickling host: quitting did not wait for it ...
-    assert poller._lock.locked()
-    # ... and the thread it is blocked on will not keep the process alive at exit.
-    pollers = _threads_inside(FleetPoller.poll.__code__)
-    assert pollers, "no thread is running the poll"
+    # The request to the trickling host is still in flight: quitting did not wait for it ...
+    inflight = poller._states[0].inflight
+    assert inflight is not None and not inflight.done()
+    # ... and neither the target's polling thread nor the request's thread will keep the
+    # process alive at exit.
+    pollers = _threads_inside(FleetPoller._run.__code__) + _threads_inside(scrape.__code__)
+    assert len(pollers) >= 2, "no thread is polling the host"
     assert all(t.daemon for t in pollers), [t.name for t in pollers if not t.daemon]
 
 
@@ -229,7 +227,7 @@ def test_infinite_nan_and_absurd_values_are_not_available() -> None:
     cells = [c for row in host_rows(snap) for c in row.cells]
     assert not any("inf" in c.lower() or "nan" in c.lower() for c in cells)
     row0 = host_rows(snap)[0].cells
-    assert row0[3:] == ("N/A", "N/A", "N/A", "N/A", "N/A")
+    assert row0[3:] == ("N/A", "N/A", "N/A", "N/A", "N/A", "N/A")
     kinds = {(a.kind, a.gpu) for a in snap.alerts()}
     assert kinds == {("throttling", "5")}  # no reason made up from a bad mask
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gputui.fleet.model import HostState
-from gputui.fleet.scrape import PrometheusPoller
+from gputui.fleet.prometheus import PrometheusPoller
 from gputui.ui.fleet_app import FleetApp
 from tests.fleet.conftest import (
     LOOPBACK,

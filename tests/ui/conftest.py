@@ -1,4 +1,5 @@
-"""UI test fixtures: a clock shown in one time zone, and no user theme files."""
+"""UI test fixtures: a clock shown in one time zone, no user theme files, and (for the
+benchmark screen tests) a temporary data dir for results."""
 
 from __future__ import annotations
 
@@ -19,3 +20,10 @@ def _stable_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Non
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Benchmark results go under a temporary GPUTUI_DATA_DIR."""
+    monkeypatch.setenv("GPUTUI_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"

@@ -3,102 +3,38 @@ worker (tests/bench/fake_worker.py) for cancel/crash/queue, and a sampler fed by
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Select
 
 from gputui.bench import results
 from gputui.bench.runner import make_spec
 from gputui.telemetry.model import Snapshot, SystemInfo
-from gputui.telemetry.sampler import Sampler
-from gputui.ui.app import GputuiApp
-from gputui.ui.bench_session import BenchSession, bench_session
-from gputui.ui.options import AppOptions
-from gputui.ui.screens.bench import BenchScreen, CatalogList, CompareScreen, ResultsTable
+from gputui.ui.bench_session import bench_session
+from gputui.ui.screens.bench import CompareScreen, ResultsTable
 from gputui.ui.widgets.bench_chart import ThroughputChart
+from tests.ui.bench_helpers import (
+    REPO,
+    SIZE,
+    gone,
+    make_app,
+    needs_torch,
+    open_bench,
+    pick,
+    table_rows,
+    type_into,
+    use_fake_worker,
+    wait_until,
+)
 from tests.ui.helpers import gpu, host, screen_text, snap
 
-REPO = Path(__file__).resolve().parents[2]
-FAKE = REPO / "tests" / "bench" / "fake_worker.py"
-HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch (the bench extra)")
-SIZE = (140, 50)
-
-
-@pytest.fixture(autouse=True)
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUTUI_DATA_DIR", str(tmp_path / "data"))
-    return tmp_path / "data"
-
-
-def make_app() -> tuple[GputuiApp, Sampler]:
-    sampler = Sampler(interval=1.0, nvml=None)
-    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
-
-
-def use_fake_worker(app: GputuiApp, mode: str) -> BenchSession:
-    session = bench_session(app)
-    session.worker_cmd = [sys.executable, str(FAKE)]
-    session.env = {**os.environ, "FAKE_WORKER_MODE": mode, "PYTHONPATH": str(REPO)}
-    session.grace_s = 2.0
-    return session
-
-
-async def wait_until(pilot: Pilot[Any], cond: Callable[[], object], what: str,
-                     tries: int = 600) -> None:
-    """Bounded polling (never a timing assertion): up to `tries` × 0.1 s."""
-    for _ in range(tries):
-        if cond():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-async def open_bench(pilot: Pilot[Any]) -> BenchScreen:
-    await pilot.press("b")
-    await pilot.pause()
-    screen = pilot.app.screen
-    assert isinstance(screen, BenchScreen)
-    return screen
-
-
-async def pick(pilot: Pilot[Any], screen: BenchScreen, name: str) -> None:
-    catalog = screen.query_one(CatalogList)
-    catalog.focus()
-    await pilot.pause()
-    while screen.bench_name != name:
-        await pilot.press("down")
-    await pilot.pause()
-
-
-async def type_into(pilot: Pilot[Any], screen: BenchScreen, wid: str, text: str) -> None:
-    field = screen.query_one(f"#{wid}", Input)
-    field.focus()
-    field.value = ""
-    await pilot.press(*text)
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def table_rows(screen: BenchScreen) -> list[list[str]]:
-    table = screen.query_one(ResultsTable)
-    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-
+pytestmark = pytest.mark.usefixtures("data_dir")  # results go to a temporary data dir
 
 # --------------------------------------------------------------------------- a real run
 
@@ -133,17 +69,19 @@ async def test_real_cpu_run_set_through_the_form(data_dir: Path) -> None:
         timer.stop()
         live = session.last
         assert live is not None and live.result is not None
-        assert live.result["status"] == "ok", live.result.get("error")
+        assert live.result.status == "ok", live.result.error
         assert live.spec["device"] == "cpu" and live.spec["batch_size"] == 2
         assert live.spec["steps"] == 3 and live.spec["image_size"] == 32
         assert live.points, "progress events reached the screen"
-        assert live.progress is not None and live.progress["step"] == 3
+        assert live.progress is not None and live.progress.step == 3
         await wait_until(pilot, lambda: table_rows(screen), "the result row")
         row = table_rows(screen)[0]
         assert row[2] == "cnn-infer" and row[7] == "ok" and row[9] == live.id
         assert (data_dir / "results" / f"{live.id}.json").is_file()
         text = screen_text(app)
-        assert "✓ cnn-infer resnet18" in text and "latency  p50" in text
+        # Offline inference reports per-batch step times; request latency is only measured
+        # single-stream (#11 item 8).
+        assert "✓ cnn-infer resnet18" in text and "step time  p50" in text
         assert "energy/sample N/A" in text
         print(f"\nevent-loop max gap during a real CPU run: {max(gaps) * 1000:.0f} ms "
               f"({len(gaps)} ticks of 50 ms)")
@@ -173,9 +111,9 @@ async def test_cancel_keeps_the_partial_result_and_shows_host_cpu(data_dir: Path
         await pilot.press("x")  # focus is on the catalog, so x is the screen's cancel
         await wait_until(pilot, lambda: session.last is not None, "the cancelled result")
         assert session.last is not None and session.last.result is not None
-        assert session.last.result["status"] == "cancelled"
+        assert session.last.result.status == "cancelled"
         saved = results.load(session.last.id)
-        assert saved["status"] == "cancelled" and saved["steps"] >= 3
+        assert saved.status == "cancelled" and saved.steps is not None and saved.steps >= 3
         await wait_until(pilot, lambda: table_rows(screen), "the result row")
         assert table_rows(screen)[0][7] == "cancelled"
         assert pid is not None and gone(pid)
@@ -227,7 +165,7 @@ async def test_a_queue_of_two_runs_completes_both_in_order() -> None:
             assert "Queue (1)" in screen_text(app) and "1. matmul" in screen_text(app)
         await wait_until(pilot, lambda: len(session.finished_runs) == 2, "both runs")
         assert [r.spec["benchmark"] for r in session.finished_runs] == ["cnn-infer", "matmul"]
-        assert all(r.result and r.result["status"] == "ok" for r in session.finished_runs)
+        assert all(r.result and r.result.status == "ok" for r in session.finished_runs)
         assert session.finished_runs[0].finished_wall <= session.finished_runs[1].started_wall  # type: ignore[operator]
         await wait_until(pilot, lambda: len(table_rows(screen)) == 2, "two result rows")
         assert [r[2] for r in table_rows(screen)] == ["matmul", "cnn-infer"]  # newest first
@@ -281,7 +219,7 @@ async def test_compare_shows_two_results_side_by_side(data_dir: Path) -> None:
         assert isinstance(app.screen, CompareScreen)
         metrics = app.screen.query_one("#cmp-metrics", DataTable)
         first = [str(c) for c in metrics.get_row_at(0)]
-        assert first == ["throughput (median)", "100.0 images/s", "150.0 images/s", "1.500×"]
+        assert first == ["throughput", "100.0 images/s", "150.0 images/s", "1.500×"]
         text = screen_text(app)
         assert "B/A" in text and "batch_size" in text
         await pilot.press("escape")
@@ -301,20 +239,21 @@ ctl = Path(os.environ["STUB_DIR"])
 t0 = time.monotonic()
 def emit(ev):
     print(events.encode(ev, time.monotonic() - t0), flush=True)
-emit(events.started(os.getpid(), spec["benchmark"], spec,
+emit(events.Started(os.getpid(), spec["benchmark"], spec,
                     {"device": "cuda:0", "device_name": "Stub GPU",
                      "nvml": {"nvml_index": 0, "uuid": "GPU-0"}}))
 step = 0
 while not (ctl / "stop").exists():
     step += 1
     tp = float((ctl / "tp").read_text())
-    emit(events.progress(step=step, of=None, elapsed_s=step * 0.05, duration_s=None,
-                         throughput=tp, unit="images/s", window_s=0.002, samples=step))
+    emit(events.Progress(step=step, of=None, elapsed_s=step * 0.05, duration_s=None,
+                         throughput=tp, unit="images/s", window_s=0.002, samples=1,
+                         total_samples=step))
     time.sleep(0.05)
 doc = {"benchmark": spec["benchmark"], "status": "ok", "device": "cuda:0",
        "throughput": {"median": 100.0, "mean": 100.0, "unit": "images/s", "p10": 82.0,
                       "p90": 100.0}}
-emit(events.result(doc))
+emit(events.ResultReady(doc))
 """
 
 
@@ -376,8 +315,8 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         assert words.endswith("on GPU 0")
         assert f"⚠ {words}" in screen_text(app)
         saved = results.load(live.id)
-        assert saved["extra"]["throttle_attribution"][0]["text"] == words
-        assert saved["throttle_episodes"] and saved["throttle_episodes"][0]["gpu"] == 0
+        assert saved.extra["throttle_attribution"][0]["text"] == words
+        assert saved.throttle_episodes and saved.throttle_episodes[0]["gpu"] == 0
 
 
 # --------------------------------------------------------------------------- exit
@@ -397,10 +336,10 @@ async def test_quitting_kills_a_running_worker_that_ignores_sigterm() -> None:
         await pilot.press("q")
         await pilot.pause()
     assert gone(pid), "the worker outlived the app"
-    assert session.current is not None and session.current.run is not None
-    assert session.current.saved.is_set()  # shutdown waited for the save
-    saved = results.load(session.current.id)  # the partial result is kept, as in the CLI
-    assert saved["status"] == "cancelled"
+    finished = session.runs.last  # shutdown waited for the save
+    assert finished is not None and finished.path is not None
+    saved = results.load(finished.planned.id)  # the partial result is kept, as in the CLI
+    assert saved.status == "cancelled"
 
 
 # --------------------------------------------------------------------------- form, queue
@@ -431,7 +370,7 @@ async def test_switches_follow_the_catalog_and_reach_the_spec() -> None:
         await pilot.pause()
         assert "f-sweep" not in enabled()  # a sweep measures throughput
         await pick(pilot, screen, "matmul")
-        assert enabled() == {"f-threads"}
+        assert enabled() == {"f-sweep", "f-threads"}  # matmul sweeps standard shapes
         await pick(pilot, screen, "cnn-train")
         screen.query_one("#f-channels-last", Checkbox).value = True
         screen.query_one("#f-compile", Checkbox).value = True
@@ -479,7 +418,10 @@ async def test_delete_removes_one_queued_run() -> None:
 async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None:
     """The layout of the benchmark screen, locked: a finished training run built by hand
     (no worker, no timers), one saved result in the table, one run queued."""
+    from gputui.bench import events
     from gputui.bench.attribution import ThroughputPoint
+    from gputui.bench.result import Result
+    from gputui.bench.run_queue import Finished
     from gputui.ui.bench_session import LiveRun, Planned, spec_label
     from tests.ui.helpers import T0
     from tests.ui.test_snapshots import check_snapshot
@@ -499,18 +441,22 @@ async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None
     async with app.run_test(size=SIZE) as pilot:
         sampler.ingest(snap(0, [gpu(0)]))
         session = bench_session(app)
-        planned = Planned(spec, spec_label(spec))
-        live = LiveRun(planned, str(doc["id"]), started_wall=T0, finished_wall=T0,
+        planned = Planned(spec, spec_label(spec), id=str(doc["id"]))
+        result = Result.from_dict(doc)
+        live = LiveRun(planned, started_wall=T0, finished_wall=T0,
                        stage="done", device="cuda:0", device_name="NVIDIA A100-SXM4-80GB",
-                       gpu_index=0, unit="images/s", result=doc,
-                       phases_ms=dict(doc["phases_ms"]),
-                       saved_path=tmp_path / f"{doc['id']}.json")
+                       gpu_index=0, unit="images/s", result=result,
+                       finished=Finished(planned, result, tmp_path / f"{doc['id']}.json"),
+                       phases_ms=dict(doc["phases_ms"]))
         live.points = [ThroughputPoint(T0, 1.0, 2300.0 + (i * 37) % 180) for i in range(40)]
-        live.progress = {"step": 600, "of": 600, "elapsed_s": 15.0}
+        live.progress = events.Progress(step=600, of=600, elapsed_s=15.0, duration_s=None,
+                                        throughput=2400.0, unit="images/s", window_s=1.0,
+                                        samples=64, total_samples=38400)
         session.last = live
         session.finished_runs.append(live)
-        session.queue.append(Planned(make_spec("matmul", device="cuda:0"),
-                                     spec_label(make_spec("matmul", device="cuda:0"))))
+        # Waiting, not started: put straight into the queue's list (no worker here).
+        session.runs._pending.append(Planned(make_spec("matmul", device="cuda:0"),
+                                             spec_label(make_spec("matmul", device="cuda:0"))))
         screen = await open_bench(pilot)
         await wait_until(pilot, lambda: len(table_rows(screen)) == 1, "the result row")
         await pilot.pause()

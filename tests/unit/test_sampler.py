@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from gputui.telemetry.sampler import History, Sampler, history_capacity
+from gputui.telemetry.history import History, history_capacity
+from gputui.telemetry.sampler import Sampler
 from tests.unit.factories import gpu, snapshot
 
 

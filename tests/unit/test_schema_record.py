@@ -33,7 +33,10 @@ def test_json_document_has_the_documented_shape() -> None:
     assert g1["lost"] is True and g1["throttling"] is None  # unknown, not "fine"
     assert d["processes"][0] == {"gpu": 0, "pid": 4242, "kind": "compute", "user": "ana",
                                  "gpu_mem_bytes": 2**30, "cpu_pct": None, "rss_bytes": None,
-                                 "started": None, "command": "python train.py"}
+                                 "started": None, "command": "python train.py",
+                                 "sm_util_pct": None, "mem_util_pct": None,
+                                 "enc_util_pct": None, "dec_util_pct": None,
+                                 "container": None}
     json.dumps(d)  # serialisable as is
 
 

@@ -176,6 +176,8 @@ def test_themes_register_with_a_textual_app(config_dir: Path) -> None:
     from textual.app import App
 
     themes, _ = load_themes()
+    # The shipped themes at least: an empty list would make the loop below prove nothing.
+    assert {"gputui-dark", "gputui-light", "gputui-high-contrast"} <= {t.name for t in themes}
     app: App[None] = App()
     for t in themes:
         app.register_theme(t)

@@ -1,4 +1,6 @@
-"""`a`: throttle episodes (closed and ongoing) and the alerts active now."""
+"""`a`: throttle episodes (closed and ongoing) and the alerts active now. A table row can be
+wider than the terminal (an alert's message is a sentence): the selected row of the
+focused table is shown in full, wrapped, under the tables."""
 
 from __future__ import annotations
 
@@ -9,12 +11,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from gputui.safe_text import printable
 from gputui.telemetry.alerts import Alert
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import NA, fmt_duration
 from gputui.ui.messages import SnapshotShown
+from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.table_cache import bound_render_caches
 
 AlertsSource = Callable[[], tuple[tuple[ThrottleEpisode, ...], list[Alert], datetime | None]]
 
@@ -31,6 +36,9 @@ class AlertsScreen(Screen[None]):
     AlertsScreen > DataTable { border: round $primary 60%; border-title-style: bold; }
     AlertsScreen > #episodes { height: 2fr; }
     AlertsScreen > #active { height: 1fr; }
+    AlertsScreen > #detail { height: auto; max-height: 7; padding: 0 1;
+                             border: round $accent; }
+    AlertsScreen > DataTable:focus { border: heavy $accent; }
     """
     BINDINGS = [  # noqa: RUF012
         Binding("escape,a", "app.pop_screen", "Back"),
@@ -41,9 +49,13 @@ class AlertsScreen(Screen[None]):
         super().__init__()
         self.source = source
         self._shown: tuple[object, ...] | None = None
+        self._episode_rows: list[ThrottleEpisode] = []  # row i of each table → its item
+        self._alert_rows: list[Alert] = []
+        self._now: datetime | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("Alerts and throttle episodes  (esc: back)", classes="title")
+        yield Static("Alerts and throttle episodes  (esc: back · tab: next table)",
+                     classes="title")
         episodes: DataTable[str | Text] = DataTable(id="episodes", cursor_type="row",
                                                     zebra_stripes=True)
         episodes.border_title = "Throttle episodes"
@@ -51,7 +63,10 @@ class AlertsScreen(Screen[None]):
         active: DataTable[str | Text] = DataTable(id="active", cursor_type="row")
         active.border_title = "Active alerts"
         yield active
-        yield Footer()
+        detail = Static("", id="detail")
+        detail.border_title = "Selected row, in full"
+        yield detail
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         ep = self.query_one("#episodes", DataTable)
@@ -62,6 +77,11 @@ class AlertsScreen(Screen[None]):
             act.add_column(label, key=label)
         ep.focus()
         self.show(*self.source())
+
+    def on_resize(self) -> None:
+        # Rebuilt on every frame while an episode is ongoing: keep the caches small.
+        for table in self.query(DataTable):
+            bound_render_caches(table, table.size.height, len(table.columns))
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
         self.show(*self.source())
@@ -95,6 +115,44 @@ class AlertsScreen(Screen[None]):
         for a in alerts:
             sym = "✖ error" if a.severity == "error" else "⚠ warning"
             act.add_row(sym, NA if a.gpu_index is None else str(a.gpu_index), a.kind,
-                        _clock(a.since), a.message)
+                        _clock(a.since), printable(a.message))
         if not alerts:
             act.add_row("✓", "", "", "", "no active alerts")
+        self._episode_rows = list(reversed(episodes))
+        self._alert_rows = list(alerts)
+        self._now = now
+        self.show_detail()
+
+    def on_data_table_row_highlighted(self) -> None:
+        self.show_detail()
+
+    def on_descendant_focus(self) -> None:
+        self.show_detail()
+
+    def show_detail(self) -> None:
+        """The focused table's selected row, every word of it."""
+        table = self.focused if isinstance(self.focused, DataTable) else None
+        row = table.cursor_row if table is not None else 0
+        if table is not None and table.id == "active":
+            text = self._alert_text(row)
+        else:
+            text = self._episode_text(row)
+        self.query_one("#detail", Static).update(Text(text))
+
+    def _alert_text(self, row: int) -> str:
+        if not 0 <= row < len(self._alert_rows):
+            return "no active alerts"
+        a = self._alert_rows[row]  # the message names the GPU ("GPU 1: ...")
+        return (f"{'✖ error' if a.severity == 'error' else '⚠ warning'} · "
+                f"{printable(a.kind)} · since {_clock(a.since)}\n{printable(a.message)}")
+
+    def _episode_text(self, row: int) -> str:
+        if not 0 <= row < len(self._episode_rows):
+            return "no throttling seen since the monitor started"
+        e = self._episode_rows[row]
+        end = "ongoing" if e.end is None else _clock(e.end)
+        peak = NA if e.peak_temp_c is None else f"{e.peak_temp_c} °C"
+        low = NA if e.min_clock_sm_mhz is None else f"{e.min_clock_sm_mhz} MHz"
+        return (f"GPU {e.gpu_index}: {e.words}\n{_clock(e.start)} → {end} "
+                f"({fmt_duration(e.duration_s(self._now))}) · peak {peak} · "
+                f"lowest SM clock {low}")

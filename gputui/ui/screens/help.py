@@ -19,6 +19,9 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("a", "alerts: throttle episodes and active alerts", "General"),
     ("b", "benchmarks: run, queue, cancel (x), mark (space) and compare (c) results",
      "General"),
+    ("d", "doctor: configuration and health checks of every GPU (r again, x stop)",
+     "General"),
+    ("h", "history: line charts of one GPU (w window, n/p next/previous GPU)", "View"),
     ("c", "compact / full GPU panels (automatic by size until pressed)", "View"),
     ("w", "history window: 1 / 5 / 15 min", "View"),
     ("t", "next theme", "View"),
@@ -44,7 +47,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("home / end", "jump to start / end", "Replay"),
 )
 # Keys that do nothing in replay (the app's check_action disables them there).
-REPLAY_HIDDEN = frozenset({"k", "K", "b"})
+REPLAY_HIDDEN = frozenset({"k", "K", "b", "d"})
 
 
 class HelpScreen(ModalScreen[None]):

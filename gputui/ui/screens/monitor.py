@@ -1,20 +1,48 @@
-"""The main screen: header, GPUs, host, processes, footer."""
+"""The main screen: header, GPUs, host, processes, footer — and how a frame is shown.
+
+The app hands each frame to `show`; this screen updates its own widgets from it
+(and from the view's history buckets), so nothing reaches back into the sampler.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.timer import Timer
 
-from gputui.ui.widgets.gpu_panel import GpuArea, TextLine
-from gputui.ui.widgets.header import AppHeader
+from gputui.telemetry.frame import Frame
+from gputui.telemetry.history import TickBuckets
+from gputui.telemetry.model import Snapshot
+from gputui.ui.layout import NARROW_COLUMNS, TALL_ROWS, WIDE_COLUMNS, layout_for
+from gputui.ui.memory import SETTLE_S, release_memory
+from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.gpu_panel import GpuArea, GpuFrame, TextLine
+from gputui.ui.widgets.gpu_view import HISTORY_METRICS, metric_scale
+from gputui.ui.widgets.header import AppHeader, HeaderInfo
 from gputui.ui.widgets.host_panel import HostPanel
 from gputui.ui.widgets.process_table import ProcessTable
 
+PROCESS_REFRESH_S = 3.0
+
 
 class MonitorScreen(Screen[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.host_only_reason: str | None = None
+        self.compact_override: bool | None = None
+        self._mount_lock = asyncio.Lock()
+        self._procs_shown_at = -1e18
+        self._frame: Frame | None = None
+        self._buckets: TickBuckets | None = None
+        self._window_s = 300.0
+        # GPU index → metric → the last known top of its sparkline (see GpuFrame.scales).
+        self._scales: dict[int, dict[str, float]] = {}
+        self._release_timer: Timer | None = None
+
     def compose(self) -> ComposeResult:
         yield AppHeader(id="header")
         yield TextLine("Opening NVML…", id="notice")
@@ -22,7 +50,7 @@ class MonitorScreen(Screen[None]):
         with Horizontal(id="bottom"):
             yield HostPanel(id="host")
             yield ProcessTable(id="procs")
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.header = self.query_one(AppHeader)
@@ -37,6 +65,102 @@ class MonitorScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         # The terminal changed size: panels or compact rows, and how many columns.
-        relayout = getattr(self.app, "relayout", None)
-        if relayout is not None:
-            relayout()
+        self.relayout()
+        # Once the size settles, give back what rendering at every passing width took.
+        if self._release_timer is not None:
+            self._release_timer.stop()
+        self._release_timer = self.set_timer(SETTLE_S, release_memory)
+
+    # --- showing a frame ------------------------------------------------------------------
+
+    def take(self, frame: Frame) -> None:
+        """Every frame (drawn or not) updates the sparkline scales."""
+        for snap in (*frame.catch_up, frame.snapshot):
+            for g in snap.gpus:
+                known = self._scales.setdefault(g.index, {})
+                for metric, _label in HISTORY_METRICS:
+                    scale = metric_scale(g, metric)
+                    if scale:
+                        known[metric] = scale
+
+    async def show(self, frame: Frame, buckets: TickBuckets, window_s: float,
+                   header: HeaderInfo, *, replaying: bool) -> None:
+        snap = frame.snapshot
+        if snap.nvml_error and not snap.gpus:
+            self.set_host_only(snap.nvml_error)
+        elif self.host_only_reason is not None and snap.gpus:
+            self.set_host_only(None)
+        infos = tuple(g.info for g in snap.gpus)
+        if tuple(i.index for i in infos) != self.gpus.indices:
+            async with self._mount_lock:  # two frames must not both mount panels
+                self.relayout(len(infos))  # first: mount only the kind that will be shown
+                await self.gpus.set_devices(infos)
+            self.relayout()
+        self.show_gpus(frame, buckets, window_s)
+        self.host.update_host(snap.host)
+        self.update_processes(snap, replaying=replaying)
+        self.header.set_info(header)
+
+    def show_gpus(self, frame: Frame | None = None, buckets: TickBuckets | None = None,
+                  window_s: float | None = None) -> None:
+        """Redraw the GPUs (from the last frame when called without one)."""
+        self._frame = frame or self._frame
+        self._buckets = buckets or self._buckets
+        self._window_s = window_s or self._window_s
+        f, b = self._frame, self._buckets
+        if f is None or b is None:
+            return
+        snap = f.snapshot
+        self.gpus.update_frames([GpuFrame(g, f.ongoing.get(g.index), snap.time, b,
+                                          self._window_s, self._scales.get(g.index, {}))
+                                 for g in snap.gpus])
+
+    def update_processes(self, snap: Snapshot, *, replaying: bool) -> None:
+        """A DataTable repaints whole on any cell change: when only CPU% and running
+        times moved, repaint at most every PROCESS_REFRESH_S of snapshot time."""
+        keys = {f"{p.gpu_index}:{p.pid}" for p in snap.processes}
+        now = snap.time.timestamp()
+        if (keys == set(self.procs.processes) and not replaying
+                and abs(now - self._procs_shown_at) < PROCESS_REFRESH_S):
+            return
+        self._procs_shown_at = now
+        self.procs.update_processes(snap.processes, now)
+
+    def set_notice(self, text: str | None, severity: str | None = None) -> None:
+        self.notice.display = text is not None
+        if text is not None:
+            self.notice.set_text(text, severity)
+
+    def set_host_only(self, reason: str | None) -> None:
+        if reason == self.host_only_reason:
+            return
+        self.host_only_reason = reason
+        self.set_class(reason is not None, "-host-only")
+        self.set_notice(None if reason is None else f"⚠ No GPU monitoring: {reason}",
+                        "warning")
+
+    # --- sizing ---------------------------------------------------------------------------
+
+    def relayout(self, n: int | None = None) -> None:
+        """Choose panels or compact rows, and panel columns, for this size and GPU count
+        (`n`: the count about to be shown; default, the GPUs mounted now)."""
+        area = getattr(self, "gpus", None)
+        if area is None:  # not mounted yet
+            return
+        width, height = self.app.size
+        self.set_class(width < NARROW_COLUMNS, "-narrow")
+        self.set_class(width >= WIDE_COLUMNS, "-wide")
+        self.set_class(height >= TALL_ROWS, "-tall")
+        lay = layout_for(width, height, len(area.indices) if n is None else n)
+        compact = lay.compact if self.compact_override is None else self.compact_override
+        was = area.compact
+        area.set_layout(compact, lay.columns, lay.spark_rows)
+        if compact != was:
+            self.show_gpus()  # the other kind of widget was not kept up to date
+
+    def toggle_compact(self) -> None:
+        want = not self.gpus.compact
+        auto = layout_for(*self.app.size, len(self.gpus.indices)).compact
+        # Pressing c again to get back to what the size suggests returns to automatic.
+        self.compact_override = None if want == auto else want
+        self.relayout()

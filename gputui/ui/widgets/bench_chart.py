@@ -11,10 +11,11 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.bench.results import fmt_num
+from gputui.bench.fmt import fmt_num, fmt_phase_ms
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 AXIS_W = 9  # "  1,234.5┤"
@@ -151,7 +152,7 @@ class PhaseBar(Widget):
         "phase--legend",
     }
     DEFAULT_CSS = """
-    PhaseBar { height: 2; }
+    PhaseBar { height: auto; }
     PhaseBar > .phase--data { color: $warning; }
     PhaseBar > .phase--h2d { color: $error; }
     PhaseBar > .phase--forward { color: $primary; }
@@ -171,14 +172,14 @@ class PhaseBar(Widget):
         if phases != self.phases_ms or empty_text != self.empty_text:
             self.phases_ms = phases
             self.empty_text = empty_text
-            self.refresh()
+            self.refresh(layout=True)  # the legend may need another line
 
     def legend_text(self) -> str:
         total = sum(self.phases_ms.values())
         # Every figure carries its unit: the legend is often cut at the right edge.
-        parts = [f"{PHASE_GLYPHS[k]} {k} {_ms(v)}" for k, v in self.phases_ms.items()
+        parts = [f"{PHASE_GLYPHS[k]} {k} {fmt_phase_ms(v)}" for k, v in self.phases_ms.items()
                  if k in PHASE_GLYPHS]
-        return f"step {_ms(total)}: " + "  ".join(parts)
+        return f"step {fmt_phase_ms(total)}: " + "  ".join(parts)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -190,21 +191,31 @@ class PhaseBar(Widget):
             segs = [Segment(PHASE_GLYPHS[k] * n, self.get_component_rich_style(f"phase--{k}"))
                     for k, n in phase_cells(self.phases_ms, width) if n]
             return Strip(segs, width).extend_cell_length(width)
-        if y == 1:
-            total = sum(self.phases_ms.values())
-            segs = [Segment(f"step {_ms(total)}: ", legend_style)]
-            for k, v in self.phases_ms.items():
-                if k not in PHASE_GLYPHS:
-                    continue
-                segs.append(Segment(f"{PHASE_GLYPHS[k]} ",
-                                    self.get_component_rich_style(f"phase--{k}")))
-                segs.append(Segment(f"{k} {_ms(v)}  ", legend_style))
-            return Strip(segs).crop(0, width).extend_cell_length(width)
+        lines = self._legend_lines(width)
+        if 1 <= y <= len(lines):
+            return Strip(lines[y - 1]).crop(0, width).extend_cell_length(width)
         return Strip.blank(width, self.rich_style)
 
+    def _legend_lines(self, width: int) -> list[list[Segment]]:
+        """The legend flowed onto as many lines as it needs: a phase is never cut."""
+        legend_style = self.get_component_rich_style("phase--legend")
+        total = sum(self.phases_ms.values())
+        items = [[Segment(f"step {fmt_phase_ms(total)}: ", legend_style)]]
+        for k, v in self.phases_ms.items():
+            if k in PHASE_GLYPHS:
+                items.append([Segment(f"{PHASE_GLYPHS[k]} ",
+                                      self.get_component_rich_style(f"phase--{k}")),
+                              Segment(f"{k} {fmt_phase_ms(v)}  ", legend_style)])
+        lines: list[list[Segment]] = [[]]
+        used = 0
+        for item in items:
+            n = sum(seg.cell_length for seg in item)
+            if used and used + n > max(width, 1):
+                lines.append([])
+                used = 0
+            lines[-1].extend(item)
+            used += n
+        return lines
 
-def _ms(v: float) -> str:
-    """Phase times for people: "<0.1 ms" rather than "0.00511"."""
-    if v < 0.1:
-        return "<0.1 ms"
-    return f"{v:.1f} ms" if v < 100 else f"{v:,.0f} ms"
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return 1 + (len(self._legend_lines(width)) if self.phases_ms else 0)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
@@ -16,6 +17,7 @@ from textual.geometry import Region
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
+from gputui.safe_text import no_markup, printable
 from gputui.telemetry.model import DeviceInfo, GpuSample
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.ui.widgets.gauge import Gauge
@@ -31,6 +33,8 @@ from gputui.ui.widgets.sparkline import FixedSparkline, HistoryLike, sparkline_r
 
 PANEL_HEIGHT = 9  # 7 rows inside a border, with one-row sparklines
 PANEL_MIN_WIDTH = 96  # below this a second column of panels is not worth it
+STATE_RESERVE = 18  # cells a compact row keeps for its state ("  ⚠ HW thermal 3m12s")
+STATE_ROWS_MAX = 3  # the throttle sentence at 80 columns takes two
 SPARK_ROWS_MAX = 3  # sparklines grow to this many rows when the terminal has room
 
 
@@ -49,6 +53,14 @@ class GpuFrame:
     now: datetime
     history: HistoryLike
     seconds: float
+    # Sparkline tops last known for this GPU (a lost GPU has no limits any more: keep
+    # the scale its history was drawn on), kept by the view from every frame.
+    scales: Mapping[str, float] = field(default_factory=dict)
+
+
+def panel_title(info: DeviceInfo) -> str:
+    # The device name comes from the driver: shown, never parsed as markup.
+    return f"GPU {info.index} · {no_markup(info.name)}"
 
 
 def window_label(seconds: float) -> str:
@@ -88,6 +100,7 @@ class GpuPanel(Widget):
     }}
     GpuPanel.-throttling {{ border: round $warning; }}
     GpuPanel.-lost {{ border: heavy $error; }}
+    GpuPanel.-stale {{ border: heavy $warning; }}
     GpuPanel > .misc {{ layout: horizontal; height: 1; }}
     GpuPanel > .misc > Gauge {{ width: 1fr; }}
     GpuPanel > .misc > .pstate {{ width: 5; margin-left: 1; }}
@@ -99,12 +112,12 @@ class GpuPanel(Widget):
     def __init__(self, info: DeviceInfo, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.info = info
-        self.border_title = f"GPU {info.index} · {info.name}"
-        self.border_subtitle = info.pci_bus_id
-        self._scales: dict[str, float] = {}
+        self.border_title = panel_title(info)
+        self.border_subtitle = no_markup(info.pci_bus_id)
         self._pending: GpuFrame | None = None
         self._ready = False
         self.spark_rows = 1
+        self.state_rows = 1  # the throttle sentence wraps onto more rows, never cut
 
     def compose(self) -> ComposeResult:
         for metric, label in HISTORY_METRICS:
@@ -123,7 +136,7 @@ class GpuPanel(Widget):
         self._pstate = self.query_one("#pstate", TextLine)
         self._state = self.query_one("#state", TextLine)
         self._ready = True
-        if self.spark_rows != 1:
+        if self.spark_rows != 1 or self.state_rows != 1:
             self._apply_spark_rows()
         if self._pending is not None:
             self.update_frame(self._pending)
@@ -140,8 +153,10 @@ class GpuPanel(Widget):
 
     def _apply_spark_rows(self) -> None:
         rows = self.spark_rows
-        self.styles.height = panel_height(rows)
-        self.styles.grid_rows = " ".join([str(rows)] * len(HISTORY_METRICS) + ["1", "1"])
+        self.styles.height = panel_height(rows) + self.state_rows - 1
+        self.styles.grid_rows = " ".join([str(rows)] * len(HISTORY_METRICS)
+                                         + ["1", str(self.state_rows)])
+        self._state.styles.height = self.state_rows
         for metric, _label in HISTORY_METRICS:
             self._gauges[metric].styles.height = rows
             self._sparks[metric].styles.height = rows
@@ -151,21 +166,30 @@ class GpuPanel(Widget):
             self._pending = f
             return
         g = f.sample
+        if g.info != self.info:  # opened late (it was not answering at first)
+            self.info = g.info
+            self.border_title = panel_title(g.info)
         views = gauges(g)
         for metric, _label in HISTORY_METRICS:
-            scale = metric_scale(g, metric)
-            if scale:  # a lost GPU has no limits: keep the scale the history was drawn on
-                self._scales[metric] = scale
-            self._sparks[metric].set_source(f.history, f.seconds, self._scales.get(metric))
+            scale = metric_scale(g, metric) or f.scales.get(metric)
+            self._sparks[metric].set_source(f.history, f.seconds, scale)
         for key, gauge in self._gauges.items():
             v = views[key]
             gauge.set(v.fraction, v.text, v.severity)
         self._pstate.set_text(pstate_text(g))
         st = state(g, f.episode, f.now)
         self._state.set_text(st.text, st.severity)
+        width = self._state.size.width
+        state_rows = 1
+        if width and cell_len(st.text) > width:
+            state_rows = min(STATE_ROWS_MAX, len(Text(st.text).wrap(self.app.console, width)))
+        if state_rows != self.state_rows:
+            self.state_rows = state_rows
+            self._apply_spark_rows()
         self.set_class(st.severity == "warning", "-throttling")
         self.set_class(st.severity == "error", "-lost")
-        subtitle = f"{g.info.pci_bus_id} · history {window_label(f.seconds)}"
+        self.set_class(g.stale, "-stale")
+        subtitle = f"{no_markup(g.info.pci_bus_id)} · history {window_label(f.seconds)}"
         if self.border_subtitle != subtitle:
             self.border_subtitle = subtitle
 
@@ -213,6 +237,7 @@ class GpuRow(Widget):
         self._key: object = None
 
     def update_frame(self, f: GpuFrame) -> None:
+        self.info = f.sample.info  # opened late (it was not answering at first)
         self._frame = f
         key = self._parts_key(self.size.width)
         if key == self._key:
@@ -236,13 +261,13 @@ class GpuRow(Widget):
     def _parts(self, width: int) -> list[tuple[str, str | None, int]]:
         """(text, component class or None, priority); lower priority is kept longer."""
         f = self._frame
-        name = f"{self.info.index:>2} {short_name(self.info.name)[:15]:<15}"
+        name = f"{self.info.index:>2} {printable(short_name(self.info.name))[:15]:<15}"
         if f is None:
             return [(name, "gpurow--name", 0)]
         g = f.sample
         st = state(g, f.episode, f.now)
         sev_cls = {"warning": "gpurow--warning", "error": "gpurow--error"}.get(st.severity or "")
-        if g.lost or g.error:
+        if g.lost or g.error or g.stale:
             return [(name, "gpurow--name", 0), (" " + st.short, sev_cls, 1)]
         v = gauges(g)
         parts: list[tuple[str, str | None, int]] = [(name, "gpurow--name", 0)]
@@ -261,12 +286,14 @@ class GpuRow(Widget):
             vals = f.history.buckets(self.info.index, "util_gpu_pct", f.seconds, spark_w)
             parts.append((" " + sparkline_rows(vals, 100.0)[0], "gpurow--spark", 8))
         add("MEMC", "util_mem_pct", 7, 4)
-        add("VRAM", "mem_used_bytes", 4, 11)
-        add("PWR", "power_w", 5, 8)
+        add("VRAM", "mem_used_bytes", 5, 11)
+        add("PWR", "power_w", 6, 8)
         add("TEMP", "temp_c", 3, 7)
-        add("SM", "clock_sm_mhz", 6, 12)
+        add("SM", "clock_sm_mhz", 4, 12)  # the proof of throttling: kept before VRAM, PWR
         parts.append(("  " + st.short, sev_cls, 2))
-        budget = width
+        # The fields dropped for room depend on the width only, never on this row's own
+        # state text, so every row shows the same fields in the same columns.
+        budget = width - STATE_RESERVE + len(parts[-1][0])
         while sum(len(t) for t, _, _ in parts) > budget:
             worst = max(p for _, _, p in parts)
             if worst <= 2:

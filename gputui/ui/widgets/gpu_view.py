@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from gputui.safe_text import printable
 from gputui.telemetry.model import DeviceInfo, GpuSample
 from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, state_words
-from gputui.telemetry.units import NA, fmt_duration
-
-GIB = 1024**3
+from gputui.telemetry.units import NA, fmt_duration, fmt_pct, gib
 
 # History metrics drawn per GPU, in panel order: (metric, gauge label).
 HISTORY_METRICS: tuple[tuple[str, str], ...] = (
@@ -19,6 +18,18 @@ HISTORY_METRICS: tuple[tuple[str, str], ...] = (
     ("power_w", "PWR"),
     ("temp_c", "TEMP"),
 )
+
+
+# Compact rows are short of room: each reason keeps the words that tell it from the
+# others ("HW thermal" vs "HW slowdown" vs "HW power brake"), most serious first.
+SHORT_REASONS: tuple[tuple[int, str], ...] = (
+    (0x40, "HW thermal"), (0x80, "HW power brake"), (0x8, "HW slowdown"),
+    (0x20, "SW thermal"), (0x4, "SW power cap"), (0x10, "sync boost"),
+)
+
+
+def short_reasons(mask: int | None) -> str:
+    return ", ".join(words for bit, words in SHORT_REASONS if (mask or 0) & bit)
 
 
 def short_name(name: str) -> str:
@@ -55,10 +66,6 @@ def _frac(v: float | None, top: float | None) -> float | None:
     return v / top
 
 
-def gib(n: int | None) -> str:
-    return NA if n is None else f"{n / GIB:.1f}"
-
-
 @dataclass(frozen=True, slots=True)
 class GaugeView:
     fraction: float | None
@@ -71,8 +78,8 @@ def gauges(g: GpuSample) -> dict[str, GaugeView]:
     info = g.info
     total = g.mem_total_bytes or info.mem_total_bytes
     out: dict[str, GaugeView] = {}
-    out["util_gpu_pct"] = GaugeView(_frac(g.util_gpu_pct, 100), _pct(g.util_gpu_pct))
-    out["util_mem_pct"] = GaugeView(_frac(g.util_mem_pct, 100), _pct(g.util_mem_pct))
+    out["util_gpu_pct"] = GaugeView(_frac(g.util_gpu_pct, 100), fmt_pct(g.util_gpu_pct))
+    out["util_mem_pct"] = GaugeView(_frac(g.util_mem_pct, 100), fmt_pct(g.util_mem_pct))
     mem_frac = _frac(g.mem_used_bytes, total)
     out["mem_used_bytes"] = GaugeView(
         mem_frac,
@@ -96,7 +103,7 @@ def gauges(g: GpuSample) -> dict[str, GaugeView]:
         t_view = GaugeView(g.temp_c / 100, f"{g.temp_c}°C",
                            "warning" if g.temp_c >= 85 else None)
     out["temp_c"] = t_view
-    out["fan"] = GaugeView(_frac(g.fan_pct, 100), _pct(g.fan_pct))
+    out["fan"] = GaugeView(_frac(g.fan_pct, 100), fmt_pct(g.fan_pct))
     if g.clock_sm_mhz is None:
         c_view = GaugeView(None, NA)
     elif info.clock_sm_max_mhz:
@@ -107,10 +114,6 @@ def gauges(g: GpuSample) -> dict[str, GaugeView]:
         c_view = GaugeView(None, f"{g.clock_sm_mhz}MHz")
     out["clock_sm_mhz"] = c_view
     return out
-
-
-def _pct(v: float | None) -> str:
-    return NA if v is None else f"{v:.0f}%"
 
 
 def _level(frac: float | None, warn: float, err: float) -> str | None:
@@ -135,14 +138,20 @@ def state(g: GpuSample, episode: ThrottleEpisode | None, now: datetime) -> State
     if g.lost:
         return StateView("✖ GPU is lost — it fell off the bus; a reset or reboot is needed",
                          "error", "✖ GPU is lost")
+    if g.stale:
+        age = fmt_duration(g.stale_s or 0.0)
+        if g.error:  # never answered at all
+            return StateView(f"⏳ STALE: not answering for {age} (driver call hung)", "error",
+                             f"⏳ no answer {age}")
+        return StateView(f"⏳ STALE: not answering for {age} — values shown are {age} old",
+                         "error", f"⏳ stale {age}")
     if g.error:
-        return StateView(f"✖ {g.error}", "error", "✖ error")
+        return StateView(f"✖ {printable(g.error)}", "error", "✖ error")
     if is_throttling(g.throttle_mask):
         since = episode.start if episode else None
         base = episode.clock_sm_before_mhz if episode else None
         text = explain(g, since=since, now=now, base_clock_sm_mhz=base)
-        # Compact rows are short of room: "HW thermal" still names the cause.
-        short = state_words(g.throttle_mask).replace(" slowdown", "")
+        short = short_reasons(g.throttle_mask)
         if episode is not None:
             short += f" {fmt_duration(episode.duration_s(now))}"
         return StateView(f"⚠ THROTTLED: {text}", "warning", f"⚠ {short}")

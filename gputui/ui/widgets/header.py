@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.geometry import Size
 from textual.widget import Widget
 
+from gputui.safe_text import printable
 from gputui.telemetry.units import fmt_duration
 
 
@@ -31,6 +32,7 @@ class HeaderInfo:
     elapsed_s: float = 0.0
     duration_s: float = 0.0
     bench: str | None = None  # a benchmark in progress: "cnn-train 42%"
+    stale: int = 0  # GPUs whose driver calls did not answer this tick
 
 
 def _interval(s: float) -> str:
@@ -109,23 +111,32 @@ class AppHeader(Widget):
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"header--{name}")
 
+    def on_resize(self) -> None:
+        self._draw()
+
     def _draw(self) -> None:
         left, right = self.texts()
+        width = self.size.width
+        if width and left.cell_len + right.cell_len > width:
+            # Narrow (80 columns during a benchmark): the right side drops its least
+            # useful words first, so the driver/CUDA versions on the left stay whole.
+            left, right = self.texts(compact=True)
         left.overflow = "ellipsis"  # narrow terminal: the time and alerts matter more
         self._right.set_text(right)
         self._left.set_text(left)
 
-    def texts(self) -> tuple[Text, Text]:
-        """(left, right) of the header line for the current info."""
+    def texts(self, compact: bool = False) -> tuple[Text, Text]:
+        """(left, right) of the header line for the current info; `compact` leaves out
+        the refresh interval and shortens the benchmark and alert words."""
         i = self.info
         left = Text(no_wrap=True, end="")
         left.append(" gputui", self._style("title"))
         if i.replay:
             left.append(" REPLAY ", self._style("warning"))
-            left.append(i.replay, self._style("muted"))
+            left.append(printable(i.replay), self._style("muted"))
         if i.hostname:
-            left.append(f"  {i.hostname}")
-        drv = f"  driver {i.driver or 'N/A'}  CUDA {i.cuda or 'N/A'}"
+            left.append(f"  {printable(i.hostname)}")
+        drv = f"  driver {printable(i.driver or 'N/A')}  CUDA {printable(i.cuda or 'N/A')}"
         left.append(drv, self._style("muted"))
 
         right = Text(no_wrap=True, end="")
@@ -138,18 +149,22 @@ class AppHeader(Widget):
             right.append(f"  {state} ×{i.speed:g}", self._style("ok" if i.playing else "warning"))
             right.append(f"  {fmt_duration(i.elapsed_s)}/{fmt_duration(i.duration_s)}",
                          self._style("muted"))
-        else:
+        elif not compact:
             right.append(f"  every {_interval(i.interval_s)}", self._style("muted"))
-            if i.skipped_ticks:
-                right.append(f"  {i.skipped_ticks} late", self._style("warning"))
+        if not i.replay and i.skipped_ticks:
+            right.append(f"  {i.skipped_ticks} late", self._style("warning"))
         if i.bench:
-            right.append(f"  ▶ bench {i.bench}", self._style("title"))
+            right.append(f"  ▶ {'' if compact else 'bench '}{i.bench}", self._style("title"))
+        if i.stale:
+            # A hung GPU is news at once, before its alert's grace time has passed.
+            right.append(f"  ⏳ {i.stale} GPU{'s' if i.stale != 1 else ''} stale",
+                         self._style("error"))
         if i.alerts:
             style = "error" if i.errors else "warning"
             sym = "✖" if i.errors else "⚠"
             right.append(f"  {sym} {i.alerts} alert{'s' if i.alerts != 1 else ''}",
                          self._style(style))
-        else:
-            right.append("  ✓ no alerts", self._style("ok"))
+        elif not i.stale:
+            right.append("  ✓ ok" if compact else "  ✓ no alerts", self._style("ok"))
         right.append(" ")
         return left, right

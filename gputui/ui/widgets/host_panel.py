@@ -11,10 +11,11 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputui.safe_text import no_markup
 from gputui.telemetry.model import HostSample
+from gputui.telemetry.units import gib
 from gputui.ui.widgets.gauge import Gauge, bar_text
 from gputui.ui.widgets.gpu_panel import TextLine
-from gputui.ui.widgets.gpu_view import gib
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 LABEL = "CORE "
@@ -155,7 +156,7 @@ class HostPanel(Vertical):
         self._load = self.query_one("#h-load", TextLine)
 
     def update_host(self, h: HostSample) -> None:
-        title = f"Host · {h.hostname}"
+        title = f"Host · {no_markup(h.hostname)}"  # border titles parse markup
         if self.border_title != title:
             self.border_title = title
         cpu = h.cpu_pct

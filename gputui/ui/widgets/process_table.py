@@ -28,8 +28,10 @@ from textual.geometry import Size
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist, RowKey
 
+from gputui.safe_text import printable
 from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.units import NA, fmt_bytes, fmt_duration
+from gputui.ui.widgets.table_cache import bound_render_caches
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +51,10 @@ def _age(p: GpuProcess, now: float) -> float | None:
 COLUMNS: tuple[Column, ...] = (
     Column("gpu", "GPU", lambda p, _n: p.gpu_index, lambda p, _n: str(p.gpu_index), True),
     Column("pid", "PID", lambda p, _n: p.pid, lambda p, _n: str(p.pid), True),
-    Column("user", "USER", lambda p, _n: p.user, lambda p, _n: p.user or NA, False, 12),
+    # USER and COMMAND come from other people (any local user controls their own argv):
+    # control characters are shown escaped, never sent to the terminal.
+    Column("user", "USER", lambda p, _n: p.user,
+           lambda p, _n: printable(p.user) if p.user else NA, False, 12),
     Column("gpu_mem", "GPU MEM", lambda p, _n: p.gpu_mem_bytes,
            lambda p, _n: fmt_bytes(p.gpu_mem_bytes), True),
     Column("cpu", "CPU%", lambda p, _n: p.cpu_pct,
@@ -57,7 +62,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("rss", "RSS", lambda p, _n: p.rss_bytes, lambda p, _n: fmt_bytes(p.rss_bytes), True),
     Column("time", "TIME", _age,
            lambda p, n: NA if (a := _age(p, n)) is None else fmt_duration(a), True),
-    Column("command", "COMMAND", lambda p, _n: p.command, lambda p, _n: p.command or NA),
+    Column("command", "COMMAND", lambda p, _n: p.command,
+           lambda p, _n: printable(p.command) if p.command else NA),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 COLUMNS_BY_KEY = {c.key: c for c in COLUMNS}
@@ -103,6 +109,7 @@ class ProcessTable(DataTable[Cell]):
         self._shown: dict[str, list[Cell]] = {}  # every column's cell of each row
         self._now = 0.0
         self.shown_columns: tuple[str, ...] = COLUMN_KEYS  # the columns in the table now
+        self._bound_caches()
 
     def on_mount(self) -> None:
         for c in COLUMNS:
@@ -179,6 +186,10 @@ class ProcessTable(DataTable[Cell]):
 
     def on_resize(self) -> None:
         self._fit_columns()
+        self._bound_caches()
+
+    def _bound_caches(self) -> None:
+        bound_render_caches(self, self.size.height, len(COLUMNS))
 
     def _label(self, c: Column) -> Text:
         mark = ("▼" if self.sort_reverse else "▲") if c.key == self.sort_column else ""

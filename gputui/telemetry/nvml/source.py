@@ -1,83 +1,45 @@
-"""NvmlSource: the only module that imports pynvml.
-
-Static facts are read once per device; cheap dynamic fields every tick; the
-process list (milliseconds on real drivers, serialised in the kernel) and slow
-counters every few ticks. A field that answers NOT_SUPPORTED is never asked
-again; a function missing from an older driver falls back to its older form; a
-lost GPU is marked lost and the others go on.
-"""
+"""NvmlSource: static facts once per device, cheap fields every tick, the process list
+and slow counters every few ticks. A field that answers NOT_SUPPORTED is never asked again;
+a function missing from an older driver falls back; a lost GPU is marked lost and the
+others go on."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pynvml
 
-from gputui.telemetry.model import DeviceInfo, GpuProcess, GpuSample, SystemInfo
+from gputui.telemetry.model import (
+    DeviceInfo,
+    GpuEvent,
+    GpuProcess,
+    GpuSample,
+    SystemInfo,
+)
+from gputui.telemetry.nvml.common import (
+    ALL_FIELDS,
+    NvmlUnavailable,
+    T,
+    _Device,
+    _err_text,
+    _text,
+    describe_init_error,
+    pending_info,
+)
+from gputui.telemetry.nvml.events import MONITOR_EVENTS, XidWatcher
+from gputui.telemetry.nvml.extras import ExtraReads
 from gputui.telemetry.units import cuda_version_str, kbps_to_bps, mj_to_j, mw_to_w
 
-T = TypeVar("T")
 
-# Fields a consumer may ask for beyond the always-read core, so that a consumer
-# pays only for what it shows. PCIe throughput is the expensive one (NVML samples
-# the link for ~20 ms per call).
-ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "energy",
-                        "clock_mem"})
-# What the live monitor draws (ECC feeds its alerts).
-MONITOR_FIELDS = frozenset({"ecc"})
-
-
-class NvmlUnavailable(Exception):
-    """NVML cannot be used at all; str() is the one line shown to the user."""
-
-
-def describe_init_error(exc: BaseException) -> str:
-    if isinstance(exc, pynvml.NVMLError_LibraryNotFound):
-        return "NVML library not found — is the NVIDIA driver installed?"
-    if isinstance(exc, pynvml.NVMLError_DriverNotLoaded):
-        return "NVIDIA driver not loaded — is the nvidia kernel module loaded?"
-    if isinstance(exc, pynvml.NVMLError_LibRmVersionMismatch):
-        return ("NVML/driver version mismatch — the driver was updated; reload the nvidia "
-                "kernel module or reboot")
-    if isinstance(exc, pynvml.NVMLError_NoPermission):
-        return "no permission to access the GPUs (NVML: Insufficient Permissions)"
-    return f"NVML failed to initialise: {_err_text(exc)}"
-
-
-def _err_text(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:  # pynvml's __str__ itself calls into the library
-        return type(exc).__name__
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
-
-
-@dataclass
-class _Device:
-    index: int
-    handle: Any
-    info: DeviceInfo
-    unsupported: set[str] = field(default_factory=set)
-    lost: bool = False
-    error: str | None = None  # handle could not be obtained
-    # Slow fields carried between slow ticks.
-    power_limit_w: float | None = None
-    ecc_uncorrected: int | None = None
-    pcie_gen: int | None = None
-    pcie_width: int | None = None
-    violation_power_frac: float | None = None
-    violation_thermal_frac: float | None = None
-    last_violation: dict[int, tuple[int, int]] = field(default_factory=dict)
-
-
-class NvmlSource:
+class NvmlSource(ExtraReads):
     """Reads NVIDIA GPUs through NVML. Call from one thread (the sampler's)."""
+
+    # The clock of the GPM back-off (a test replaces it to step over the wait).
+    gpm_clock: Callable[[], float] = staticmethod(time.monotonic)
 
     def __init__(self, *, process_every: int = 5, slow_every: int = 10,
                  fields: Iterable[str] = ALL_FIELDS) -> None:
@@ -85,12 +47,12 @@ class NvmlSource:
         self.slow_every = max(1, slow_every)
         self.fields = frozenset(fields)
         self.system = SystemInfo()
-        self.devices: tuple[DeviceInfo, ...] = ()
         self.error: str | None = None
         self._devs: list[_Device] = []
         self._fallback: set[str] = set()  # functions this driver lacks
         self._tick = 0
         self._procs: tuple[GpuProcess, ...] = ()
+        self.events: XidWatcher | None = None  # with "events" in fields, once open
         self._open = False
         self._lock = threading.Lock()
 
@@ -98,6 +60,14 @@ class NvmlSource:
 
     def open(self) -> None:
         """Initialise NVML and read static facts. Raises NvmlUnavailable with the reason."""
+        self.open_system()
+        for i in range(len(self._devs)):
+            self.open_device(i)
+
+    def open_system(self) -> None:
+        """Initialise NVML, read the driver facts and count the GPUs; devices are opened
+        one by one with `open_device` (each on its own reader thread in the sampler, so
+        a device that hangs while opening does not hold up the others)."""
         try:
             pynvml.nvmlInit()
         except pynvml.NVMLError as exc:
@@ -119,12 +89,48 @@ class NvmlSource:
             self.close()
             self.error = f"NVML could not count GPUs: {_err_text(exc)}"
             raise NvmlUnavailable(self.error) from exc
-        self._devs = [self._open_device(i) for i in range(count)]
-        self.devices = tuple(d.info for d in self._devs)
+        self._devs = [_Device(i, None, pending_info(i), pending=True) for i in range(count)]
+        if "events" in self.fields and self.events is None:
+            # One listener for the session; devices join as they open (open_device).
+            self.events = XidWatcher(self, mask=MONITOR_EVENTS)
+            self.events.start(register=False)
+
+    def open_device(self, index: int) -> DeviceInfo:
+        """Get the handle and static facts of one device (safe beside other devices'
+        calls: each device's state is touched by one thread only)."""
+        dev = self._open_device(index)
+        self._devs[index] = dev
+        if self.events is not None:
+            self.events.register(index)
+        return dev.info
+
+    def take_events(self) -> tuple[GpuEvent, ...]:
+        """XID and ECC events NVML reported since the last call (with "events" in fields)."""
+        if self.events is None:
+            return ()
+        now_wall, now_mono = datetime.now(UTC), time.monotonic()
+        return tuple(
+            GpuEvent(gpu_index=e.gpu, kind=e.kind, xid=e.xid if e.kind == "xid" else None,
+                     meaning=e.meaning,
+                     time=now_wall - timedelta(seconds=max(0.0, now_mono - e.at_s)))
+            for e in self.events.take())
+
+    @property
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        return tuple(d.info for d in self._devs)
+
+    @property
+    def count(self) -> int:
+        return len(self._devs)
 
     def close(self) -> None:
         if self._open:
             self._open = False
+            for dev in self._devs:
+                self._gpm_free(dev)
+            if self.events is not None:
+                # Bounded: a monitor's exit must not wait long on a stuck event wait.
+                self.events.stop(timeout_s=1.0)
             try:
                 pynvml.nvmlShutdown()
             except pynvml.NVMLError:
@@ -184,6 +190,10 @@ class NvmlSource:
                 pcie_width_max=self._field(
                     dev, "pcie_width_max",
                     lambda: pynvml.nvmlDeviceGetMaxPcieLinkWidth(handle)),
+                temp_mem_max_c=self._field(
+                    dev, "temp_mem_max",
+                    lambda: pynvml.nvmlDeviceGetTemperatureThreshold(
+                        handle, pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX)),
             )
         except pynvml.NVMLError_GpuIsLost:
             dev.lost = True
@@ -221,6 +231,7 @@ class NvmlSource:
 
         def v2() -> tuple[int, int]:
             m = pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
+            dev.mem_reserved_bytes = int(m.reserved)
             return int(m.used), int(m.total)
 
         def v1() -> tuple[int, int]:
@@ -243,7 +254,9 @@ class NvmlSource:
     # --- sampling ----------------------------------------------------------------------
 
     def read(self) -> tuple[tuple[GpuSample, ...], tuple[GpuProcess, ...]]:
-        """Sample every device once. Processes are refreshed every `process_every` calls."""
+        """Sample every device once, in turn. Processes are refreshed every
+        `process_every` calls. (The sampler reads devices in parallel instead, with
+        `read_device`, so that one hung device cannot stop the others.)"""
         with self._lock:
             slow = self._tick % self.slow_every == 0
             procs_due = self._tick % self.process_every == 0
@@ -253,7 +266,20 @@ class NvmlSource:
                 self._procs = tuple(p for d in self._devs for p in self._read_processes(d))
             return samples, self._procs
 
+    def read_device(self, index: int, *, slow: bool, processes: bool,
+                    ) -> tuple[GpuSample, tuple[GpuProcess, ...] | None]:
+        """One device's sample, and its processes when `processes` (else None).
+
+        Touches only this device's state, so readers of different devices can run at
+        the same time on their own threads."""
+        dev = self._devs[index]
+        sample = self._read_device(dev, slow)
+        procs = tuple(self._read_processes(dev)) if processes else None
+        return sample, procs
+
     def _read_device(self, dev: _Device, slow: bool) -> GpuSample:
+        if dev.pending:
+            return GpuSample(info=dev.info, error="not opened yet")
         if dev.lost:
             return GpuSample(info=dev.info, lost=True, error="GPU is lost")
         if dev.handle is None:
@@ -312,6 +338,8 @@ class NvmlSource:
             throttle_mask=mask,
             violation_power_frac=dev.violation_power_frac,
             violation_thermal_frac=dev.violation_thermal_frac,
+            **(self._read_gpm(dev) if "gpm" in self.fields else {}),
+            **self._read_extras(dev),
         )
 
     def _read_slow(self, dev: _Device) -> None:
@@ -331,6 +359,20 @@ class NvmlSource:
         if "violation" in self.fields:
             dev.violation_power_frac = self._violation(dev, pynvml.NVML_PERF_POLICY_POWER)
             dev.violation_thermal_frac = self._violation(dev, pynvml.NVML_PERF_POLICY_THERMAL)
+        if "pcie_replay" in self.fields:
+            dev.pcie_replay_count = f(dev, "pcie_replay",
+                                      lambda: pynvml.nvmlDeviceGetPcieReplayCounter(h))
+        if "remap" in self.fields:
+            rows = f(dev, "remapped_rows", lambda: pynvml.nvmlDeviceGetRemappedRows(h))
+            dev.remap = None if rows is None else (
+                int(rows[0]), int(rows[1]), bool(rows[2]), bool(rows[3]))
+            cause = (pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+                     pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+            dev.nvlink_states = self._nvlink_states(dev) if "nvlink" in self.fields else None
+            dev.retired = f(dev, "retired_pages", lambda: (
+                len(pynvml.nvmlDeviceGetRetiredPages(h, cause[0])),
+                len(pynvml.nvmlDeviceGetRetiredPages(h, cause[1])),
+                pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h) == pynvml.NVML_FEATURE_ENABLED))
 
     def _violation(self, dev: _Device, policy: int) -> float | None:
         """Fraction of time throttled since the previous slow tick (NVML counts ns)."""
@@ -347,7 +389,7 @@ class NvmlSource:
         return min(1.0, max(0.0, frac))
 
     def _read_processes(self, dev: _Device) -> list[GpuProcess]:
-        if dev.lost or dev.handle is None:
+        if dev.pending or dev.lost or dev.handle is None:
             return []
         h = dev.handle
         out: dict[int, GpuProcess] = {}
@@ -370,7 +412,36 @@ class NvmlSource:
         except pynvml.NVMLError_GpuIsLost:
             dev.lost = True
             return []
+        if out and "process_util" in self.fields:
+            util = self._process_util(dev)
+            if util:
+                for pid, (sm, mem, enc, dec) in util.items():
+                    if pid in out:
+                        out[pid] = replace(out[pid], sm_util_pct=sm, mem_util_pct=mem,
+                                           enc_util_pct=enc, dec_util_pct=dec)
         return list(out.values())
+
+    def _process_util(self, dev: _Device) -> dict[int, tuple[int, int, int, int]]:
+        """pid → (SM, memory, encoder, decoder %) over the samples since the last call
+        (NVML's lastSeenTimeStamp bookkeeping); a pid sampled more than once gets its
+        latest sample."""
+        h, seen = dev.handle, dev.sample_seen.get(-1, 0)
+        samples = self._fallback_call(
+            dev, "process_util",
+            lambda: pynvml.nvmlDeviceGetProcessesUtilizationInfo(h, seen),
+            lambda: pynvml.nvmlDeviceGetProcessUtilization(h, seen))
+        if not samples:
+            return {}
+        out: dict[int, tuple[int, int, int, int]] = {}
+        latest: dict[int, int] = {}
+        for smp in samples:
+            pid, ts = int(smp.pid), int(smp.timeStamp)
+            if ts >= latest.get(pid, -1):
+                latest[pid] = ts
+                out[pid] = (int(smp.smUtil), int(smp.memUtil), int(smp.encUtil),
+                            int(smp.decUtil))
+        dev.sample_seen[-1] = max(latest.values())  # -1: the process samples' key
+        return out
 
     # --- helpers for other layers --------------------------------------------------------
 

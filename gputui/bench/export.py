@@ -1,0 +1,106 @@
+"""Results as CSV (fixed columns, new ones only ever appended) or a Markdown table."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from typing import Any
+
+from gputui.bench.fmt import fmt_bytes, fmt_headline, fmt_num
+from gputui.bench.result import Result
+from gputui.safe_text import printable
+
+# Stable: scripts index these by name; append new columns at the end only.
+CSV_COLUMNS: tuple[str, ...] = (
+    "id", "started_at", "finished_at", "status", "benchmark", "model", "device", "device_name",
+    "precision", "batch_size", "steps", "samples", "duration_s",
+    "throughput_median", "throughput_mean", "throughput_p10", "throughput_p90", "throughput_unit",
+    "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_mean_ms",
+    "step_time_p50_ms", "step_time_p90_ms", "step_time_p99_ms",
+    "peak_memory_bytes", "energy_j_per_sample", "avg_power_w", "throttle_episodes",
+    "error_kind", "error_message", "torch", "cuda", "driver",
+    "throughput_value", "throughput_definition", "throughput_windows",
+    "throttled", "throttled_fraction", "trials", "spread_median", "spread_min", "spread_max",
+)
+
+
+def flat_row(r: Result) -> dict[str, Any]:
+    """One flat object per result: `history --json` and the CSV export."""
+    tp, lat, st = r.throughput, r.latency_ms, r.step_time_ms
+    return {
+        "id": r.id, "started_at": r.started_at, "finished_at": r.finished_at,
+        "status": r.status, "benchmark": r.benchmark, "model": r.model, "device": r.device,
+        "device_name": r.device_name, "precision": r.precision, "batch_size": r.batch_size,
+        "steps": r.steps, "samples": r.samples, "duration_s": r.duration_s,
+        "throughput_median": tp.median if tp else None,
+        "throughput_mean": tp.value if tp else None,
+        "throughput_p10": tp.p10 if tp else None,
+        "throughput_p90": tp.p90 if tp else None,
+        "throughput_unit": tp.unit if tp else None,
+        "latency_p50_ms": lat.p50 if lat else None,
+        "latency_p90_ms": lat.p90 if lat else None,
+        "latency_p99_ms": lat.p99 if lat else None,
+        "latency_mean_ms": lat.mean if lat else None,
+        "step_time_p50_ms": st.p50 if st else None,
+        "step_time_p90_ms": st.p90 if st else None,
+        "step_time_p99_ms": st.p99 if st else None,
+        "peak_memory_bytes": r.peak_memory_bytes,
+        "energy_j_per_sample": r.energy_j_per_sample, "avg_power_w": r.avg_power_w,
+        "throttle_episodes": len(r.throttle_episodes),
+        "error_kind": r.error.kind if r.error else None,
+        "error_message": r.error.message if r.error else None,
+        "torch": r.env.get("torch"), "cuda": r.env.get("cuda"), "driver": r.env.get("driver"),
+        "throughput_value": tp.value if tp else None,
+        "throughput_definition": tp.definition if tp else None,
+        "throughput_windows": tp.windows if tp else None,
+        # > 5 % of the timed window throttled (bench.window); null: no window sampled.
+        "throttled": r.throttled if r.window is not None else None,
+        "throttled_fraction": r.window.throttled_fraction if r.window else None,
+        "trials": len(r.trials) if r.trials else None,
+        "spread_median": r.spread.median if r.spread else None,
+        "spread_min": r.spread.min if r.spread else None,
+        "spread_max": r.spread.max if r.spread else None,
+    }
+
+
+def export_csv(docs: Iterable[Result]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for doc in docs:
+        row = flat_row(doc)
+        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
+    return buf.getvalue()
+
+
+MARKDOWN_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "id"), ("benchmark", "benchmark"), ("model", "model"), ("device_name", "device"),
+    ("precision", "precision"), ("batch_size", "batch"), ("status", "status"),
+    ("throughput", "throughput"), ("latency_p90_ms", "p90 latency (ms)"),
+    ("energy_j_per_sample", "J/sample"), ("peak_memory_bytes", "peak memory"),
+    ("started_at", "started (UTC)"),
+)
+
+
+def export_markdown(docs: Iterable[Result]) -> str:
+    lines = [
+        "| " + " | ".join(title for _, title in MARKDOWN_COLUMNS) + " |",
+        "|" + "|".join("---" for _ in MARKDOWN_COLUMNS) + "|",
+    ]
+    for doc in docs:
+        row = flat_row(doc)
+        cells = []
+        for key, _ in MARKDOWN_COLUMNS:
+            if key == "throughput":
+                cells.append(fmt_headline(doc))
+            elif key == "device_name":
+                cells.append(str(row["device_name"] or row["device"] or ""))
+            elif key == "peak_memory_bytes":
+                cells.append(fmt_bytes(row[key]))
+            elif key in ("latency_p90_ms", "energy_j_per_sample"):
+                cells.append(fmt_num(row[key]))
+            else:
+                cells.append("" if row[key] is None else str(row[key]))
+        lines.append("| " + " | ".join(printable(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

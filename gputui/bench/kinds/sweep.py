@@ -1,0 +1,90 @@
+"""--sweep: throughput (and latency, for inference) at doubling batch sizes; the best wins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputui.bench import events, stats
+from gputui.bench.context import Ctx
+from gputui.bench.failures import first_line, is_oom
+from gputui.bench.kinds import register
+from gputui.bench.measure import (
+    do_warmup,
+    free_memory,
+    loop_throughput,
+    measure,
+    peak_memory,
+    reset_peak,
+)
+
+
+def sweep_sizes(max_batch: int, start: int = 1) -> list[int]:
+    sizes, b = [], min(start, max_batch)
+    while b < max_batch:
+        sizes.append(b)
+        b *= 2
+    sizes.append(max_batch)
+    return sizes
+
+
+@register("sweep")
+def run_sweep(ctx: Ctx) -> None:
+    from gputui.bench.workloads import InferStep, TrainStep, make_workload
+
+    spec, res, dev = ctx.spec, ctx.result, ctx.device
+    unit, train = ctx.bench.unit, ctx.bench.kind == "train"
+    # Training starts at 2: BatchNorm cannot train on one sample with a 1×1 feature map.
+    sizes = sweep_sizes(spec["batch_size"], 2 if train else 1)
+    res.extra["sweep_sizes"] = sizes
+    res.steps, res.samples = 0, 0
+    best: tuple[float, int, stats.Throughput] | None = None
+    for b in sizes:
+        if ctx.cancel.is_set():
+            res.status = "cancelled"
+            break
+        ctx.current_batch = b
+        failed: str | None = None
+        # The previous point's model and batches go before this one's are built, and their
+        # heap goes back to the OS: the per-point peak starts from a clean baseline.
+        wl: Any = None
+        step: Any = None
+        free_memory(dev)
+        try:
+            wl = make_workload(spec, dev, b)
+            step = (TrainStep if train else InferStep)(wl, dev, spec["precision"],
+                                                       spec["compile"])
+            res.settings.update({**wl.settings, **step.settings})
+            ctx.probe_hook(b)
+            do_warmup(ctx, step, spec["warmup"])
+            reset_peak(dev)
+            loop = measure(ctx, step, wl.samples_per_step, unit)
+            tp = loop_throughput(loop, unit)
+            # Offline batches are queued: their step time is not a request latency.
+            step_ms = stats.spread(loop.step_ms)
+            point = events.Point(label=f"batch {b}", batch_size=b, throughput=tp.value,
+                                 unit=unit, latency_ms=None,
+                                 extra={"peak_memory_bytes": peak_memory(dev),
+                                        "samples": loop.samples,
+                                        "step_time_ms": step_ms.to_dict() if step_ms
+                                        else None})
+            if best is None or (tp.value or 0) > best[0]:
+                best = (tp.value or 0.0, b, tp)
+            res.add_counts(loop.steps, loop.samples)
+        except Exception as exc:
+            if not is_oom(exc):
+                raise
+            failed = f"out of memory: {first_line(exc)}"
+            point = events.Point(label=f"batch {b}", batch_size=b, throughput=None, unit=unit,
+                                 ok=False, error=failed)
+        ctx.add_point(point)
+        if failed:
+            # Larger batches need more memory still.
+            wl = step = None
+            free_memory(dev)
+            break
+    res.peak_memory_bytes = peak_memory(dev)
+    if best is not None:
+        res.throughput, res.batch_size = best[2], best[1]
+        res.extra["best_batch"] = best[1]
+    else:
+        res.extra["best_batch"] = None

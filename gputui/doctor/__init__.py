@@ -1,0 +1,1 @@
+"""`gputui doctor`: configuration, health and performance checks of every GPU."""

@@ -1,0 +1,118 @@
+"""Series from a metrics page or from Prometheus → one host's typed reading.
+
+The one place where the fleet turns DCGM's units back into gputui's (through
+`metric_names`), whichever exporter wrote them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gputui.fleet import metric_names as mn
+from gputui.fleet.model import FleetGpu, HostReading
+from gputui.fleet.page import Series
+
+# What the fleet reads; everything else on a page is skipped unparsed.
+GPU_FIELDS = (mn.GPU_UTIL, mn.FB_USED, mn.FB_FREE, mn.FB_TOTAL, mn.FB_RESERVED, mn.POWER_USAGE,
+              mn.GPU_TEMP, mn.SLOWDOWN_TEMP, mn.SM_CLOCK, mn.CLOCK_THROTTLE_REASONS,
+              mn.CLOCKS_EVENT_REASONS, mn.PROF_SM_ACTIVE, mn.PROF_PIPE_TENSOR_ACTIVE)
+GPU_SERIES = (*(f.name for f in GPU_FIELDS), mn.GPU_LOST, mn.GPU_STALE)
+HOST_SERIES = (mn.UP, mn.NVML_ERROR_INFO, mn.HOST_CPU_PERCENT, mn.HOST_MEMORY_USED_BYTES,
+               mn.HOST_MEMORY_TOTAL_BYTES)
+WANTED = frozenset(GPU_SERIES + HOST_SERIES)
+
+
+def num(v: float | None) -> float | None:
+    """A usable reading, or None: NaN ("no value" in Prometheus) and ±Inf are not readings."""
+    return None if v is None or not math.isfinite(v) else v
+
+
+def _field(values: dict[str, float], f: mn.DcgmField) -> float | None:
+    v = num(values.get(f.name))
+    return None if v is None else f.unit.from_dcgm(v)
+
+
+# NVML's clocks-event reasons use bits 0x1..0x100 today, plus 0x8000000000000000 for
+# "unknown"; 32 low bits leave room for reasons a newer driver adds.
+_MASK_ROOM = 0xFFFF_FFFF | 0x8000_0000_0000_0000
+
+
+def throttle_mask(v: float | None) -> int | None:
+    """A throttle bitmask, or None when the value cannot be one (negative, fractional,
+    infinite, NaN, or bits no NVML reason could set): decoding it would invent reasons."""
+    v = num(v)
+    if v is None or v < 0 or v != int(v):
+        return None
+    m = int(v)
+    return m if m & ~_MASK_ROOM == 0 else None
+
+
+@dataclass(slots=True)
+class _GpuSeries:
+    """The series of one GPU while a page is read (first series wins: MIG adds duplicates)."""
+
+    model: str
+    values: dict[str, float] = field(default_factory=dict)
+
+    def add(self, name: str, value: float) -> None:
+        self.values.setdefault(name, value)
+
+    def reading(self, gpu: str, uuid: str) -> FleetGpu:
+        v = self.values
+        used, free = _field(v, mn.FB_USED), _field(v, mn.FB_FREE)
+        total = _field(v, mn.FB_TOTAL)
+        if total is None and used is not None and free is not None:
+            total = used + free + (_field(v, mn.FB_RESERVED) or 0)
+        mask = v.get(mn.CLOCK_THROTTLE_REASONS.name, v.get(mn.CLOCKS_EVENT_REASONS.name))
+        return FleetGpu(
+            gpu=gpu, uuid=uuid, model=self.model,
+            util_pct=_field(v, mn.GPU_UTIL),
+            sm_active_pct=_field(v, mn.PROF_SM_ACTIVE),
+            tensor_active_pct=_field(v, mn.PROF_PIPE_TENSOR_ACTIVE),
+            mem_used_bytes=None if used is None else int(used),
+            mem_total_bytes=None if total is None else int(total),
+            power_w=_field(v, mn.POWER_USAGE),
+            temp_c=_field(v, mn.GPU_TEMP),
+            slowdown_temp_c=_field(v, mn.SLOWDOWN_TEMP),
+            clock_sm_mhz=_field(v, mn.SM_CLOCK),
+            throttle_mask=throttle_mask(mask),
+            lost=bool(num(v.get(mn.GPU_LOST))),
+            stale=bool(num(v.get(mn.GPU_STALE))),
+        )
+
+
+def reading_from_series(series: Iterable[Series]) -> HostReading:
+    """Build one host's reading from its series, whichever the source."""
+    per_gpu: dict[tuple[str, str], _GpuSeries] = {}
+    host: dict[str, float] = {}
+    nvml_error: str | None = None
+    hostname: str | None = None
+    exporter: str | None = None
+    for s in series:
+        if s.name.startswith("gputui_"):
+            exporter = "gputui"
+        elif exporter is None:
+            exporter = "dcgm-exporter"
+        hostname = hostname or s.labels.get("Hostname")
+        if s.name == mn.NVML_ERROR_INFO:
+            nvml_error = s.labels.get("reason") or "NVML unavailable"
+        elif s.name in HOST_SERIES:
+            host[s.name] = s.value
+        else:
+            key = (s.labels.get("gpu", ""), s.labels.get("UUID", ""))
+            g = per_gpu.get(key)
+            if g is None:
+                g = per_gpu[key] = _GpuSeries(s.labels.get("modelName", ""))
+            g.add(s.name, s.value)
+    gpus = sorted((g.reading(gpu, uuid) for (gpu, uuid), g in per_gpu.items()),
+                  key=lambda x: x.sort_key)
+    mem_used = num(host.get(mn.HOST_MEMORY_USED_BYTES))
+    mem_total = num(host.get(mn.HOST_MEMORY_TOTAL_BYTES))
+    return HostReading(
+        gpus=tuple(gpus), hostname=hostname, exporter=exporter, nvml_error=nvml_error,
+        cpu_pct=num(host.get(mn.HOST_CPU_PERCENT)),
+        mem_used_bytes=None if mem_used is None else int(mem_used),
+        mem_total_bytes=None if mem_total is None else int(mem_total),
+    )

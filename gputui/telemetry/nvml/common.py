@@ -1,0 +1,132 @@
+"""What every part of the NVML package shares: the field sets a consumer asks for, the
+errors, and the per-device state the source keeps (the only package that imports pynvml)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pynvml
+
+from gputui.telemetry import gpm
+from gputui.telemetry.model import (
+    DeviceInfo,
+)
+
+T = TypeVar("T")
+
+# Fields a consumer may ask for beyond the always-read core, so that a consumer
+# pays only for what it shows. PCIe throughput is the expensive one (NVML samples
+# the link for ~20 ms per call).
+ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "energy",
+                        "clock_mem", "gpm", "mem_temp", "codec", "pcie_replay", "remap",
+                        "power_samples", "util_samples", "process_util", "nvlink"})
+# What the live monitor draws: ECC, memory temperature, row remapping and XID/ECC events
+# feed its alerts. GPM, the sub-second power samples and per-process utilization are not
+# drawn by the monitor yet, so it does not pay for them (a recording keeps them).
+MONITOR_FIELDS = frozenset({"ecc", "mem_temp", "remap", "events"})
+# Named profiles, so that a consumer (the TUI) chooses by name without importing this
+# module: a recording keeps everything but PCIe throughput.
+PROFILE_FIELDS = {
+    "monitor": MONITOR_FIELDS,
+    # "events": a listener thread for XID/ECC events (the doctor runs its own).
+    "record": ALL_FIELDS - {"pcie_throughput"} | {"events"},
+    "full": ALL_FIELDS | {"events"},
+    # The benchmark runner's throttle watcher: reasons, clocks, temperature and power
+    # (the core) plus the memory clock; never PCIe throughput, which costs ~20 ms a call.
+    "throttle": frozenset({"clock_mem"}),
+}
+
+
+# nvmlDeviceGetFieldValues ids (nvml.h) and how each value type is read from the union.
+FI_DEV_MEMORY_TEMP = 82
+_FIELD_VALUE_GETTERS: dict[int, Callable[[Any], float]] = {
+    pynvml.NVML_VALUE_TYPE_DOUBLE: lambda v: v.dVal,
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: lambda v: v.uiVal,
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: lambda v: v.ulVal,
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: lambda v: v.ullVal,
+    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: lambda v: v.sllVal,
+    pynvml.NVML_VALUE_TYPE_SIGNED_INT: lambda v: v.siVal,
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_SHORT: lambda v: v.usVal,
+}
+
+
+def profile_fields(profile: str) -> frozenset[str]:
+    try:
+        return PROFILE_FIELDS[profile]
+    except KeyError:
+        raise ValueError(f"unknown field profile {profile!r}") from None
+
+
+def pending_info(index: int) -> DeviceInfo:
+    """What is known of a device before its static facts could be read."""
+    return DeviceInfo(index=index, name="(not answering)", uuid="", pci_bus_id="")
+
+
+class NvmlUnavailable(Exception):
+    """NVML cannot be used at all; str() is the one line shown to the user."""
+
+
+def describe_init_error(exc: BaseException) -> str:
+    if isinstance(exc, pynvml.NVMLError_LibraryNotFound):
+        return "NVML library not found — is the NVIDIA driver installed?"
+    if isinstance(exc, pynvml.NVMLError_DriverNotLoaded):
+        return "NVIDIA driver not loaded — is the nvidia kernel module loaded?"
+    if isinstance(exc, pynvml.NVMLError_LibRmVersionMismatch):
+        return ("NVML/driver version mismatch — the driver was updated; reload the nvidia "
+                "kernel module or reboot")
+    if isinstance(exc, pynvml.NVMLError_NoPermission):
+        return "no permission to access the GPUs (NVML: Insufficient Permissions)"
+    return f"NVML failed to initialise: {_err_text(exc)}"
+
+
+def _err_text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # pynvml's __str__ itself calls into the library
+        return type(exc).__name__
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+@dataclass
+class _Device:
+    index: int
+    handle: Any
+    info: DeviceInfo
+    unsupported: set[str] = field(default_factory=set)
+    lost: bool = False
+    error: str | None = None  # handle could not be obtained
+    pending: bool = False  # not opened yet (its reader thread is still opening it)
+    # Slow fields carried between slow ticks.
+    power_limit_w: float | None = None
+    ecc_uncorrected: int | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    violation_power_frac: float | None = None
+    violation_thermal_frac: float | None = None
+    last_violation: dict[int, tuple[int, int]] = field(default_factory=dict)
+    gpm: _GpmSession | None = None  # opened on the first GPM read
+    mem_reserved_bytes: int | None = None  # from the last memory info v2 read
+    pcie_replay_count: int | None = None
+    remap: tuple[int, int, bool, bool] | None = None
+    retired: tuple[int, int, bool] | None = None
+    nvlink_states: tuple[bool, ...] | None = None  # per link: active
+    sample_seen: dict[int, int] = field(default_factory=dict)  # sampling type → last µs
+
+
+@dataclass
+class _GpmSession:
+    """One device's two GPM sample buffers (alternating: the metrics of a tick come from
+    the previous sample and this one) and the request struct, allocated once."""
+
+    samples: tuple[Any, Any]
+    request: Any  # pynvml.c_nvmlGpmMetricsGet_t, metric ids filled in
+    current: int = 0  # the buffer the next sample goes into
+    primed: bool = False  # the other buffer holds a good sample
+    links: int = 0  # NVLink links whose per-link rates the request asks for
+    link_rates: list[tuple[float | None, float | None]] | None = None  # (TX, RX) B/s
+    backoff: gpm.GpmBackoff = field(default_factory=gpm.GpmBackoff)

@@ -1,0 +1,138 @@
+"""XID and ECC events: one listener thread per NVML session, blocked in
+nvmlEventSetWait."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pynvml
+
+from gputui.telemetry.health import XidEvent
+from gputui.telemetry.nvml.common import (
+    _err_text,
+)
+
+# NVML event bits a watcher can listen for, and the kind each becomes.
+EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit"}
+MONITOR_EVENTS = 0x8 | 0x1 | 0x2
+
+if TYPE_CHECKING:  # the source imports this module: annotations only
+    from gputui.telemetry.nvml.source import NvmlSource
+
+
+class XidWatcher:
+    """Collects the XID critical errors NVML reports on every open device of `source`
+    while it runs, on its own thread (nvmlEventSetWait blocks). With `mask`, also the
+    ECC error events (the monitor's events); with `start(register=False)` devices are
+    added one by one as they open (`register`)."""
+
+    def __init__(self, source: NvmlSource, *, poll_ms: int = 200,
+                 on_event: Callable[[XidEvent], None] | None = None,
+                 mask: int = 0x8) -> None:
+        self._source = source
+        self._poll_ms = poll_ms
+        self._on_event = on_event
+        self._mask = mask
+        self._taken = 0  # events handed out by take()
+        self._set: Any = None
+        self._by_handle: dict[int | None, int] = {}
+        self._events: list[XidEvent] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.unsupported: set[int] = set()  # devices that cannot report XIDs
+        self.error: str | None = None  # listening broke off (the events so far stand)
+
+    def start(self, *, register: bool = True) -> None:
+        try:
+            self._set = pynvml.nvmlEventSetCreate()
+        except pynvml.NVMLError as exc:
+            self.error = f"NVML events unavailable: {_err_text(exc)}"
+            self.unsupported = {d.index for d in self._source._devs}
+            return
+        if not register:
+            self._thread = threading.Thread(target=self._run, name="gputui-events",
+                                            daemon=True)
+            self._thread.start()
+            return
+        xid = pynvml.nvmlEventTypeXidCriticalError
+        for dev in self._source._devs:
+            if dev.handle is None or dev.lost:
+                self.unsupported.add(dev.index)
+                continue
+            try:
+                if not pynvml.nvmlDeviceGetSupportedEventTypes(dev.handle) & xid:
+                    raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+                pynvml.nvmlDeviceRegisterEvents(dev.handle, xid, self._set)
+            except pynvml.NVMLError:
+                self.unsupported.add(dev.index)
+                continue
+            self._by_handle[ctypes.cast(dev.handle, ctypes.c_void_p).value] = dev.index
+        self._thread = threading.Thread(target=self._run, name="gputui-xid", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                data = pynvml.nvmlEventSetWait_v2(self._set, self._poll_ms)
+            except pynvml.NVMLError_Timeout:
+                if self._stop.is_set():  # stop only once nothing is waiting to be read
+                    return
+                continue
+            except pynvml.NVMLError as exc:
+                self.error = f"listening for XID events failed: {_err_text(exc)}"
+                return
+            index = self._by_handle.get(ctypes.cast(data.device, ctypes.c_void_p).value)
+            kind = EVENT_KINDS.get(int(data.eventType) & self._mask)
+            if index is None or kind is None:
+                continue
+            event = XidEvent(gpu=index, xid=int(data.eventData) if kind == "xid" else 0,
+                             at_s=time.monotonic(), kind=kind)
+            self._events.append(event)
+            if self._on_event is not None:
+                self._on_event(event)
+
+    def stop(self, timeout_s: float | None = None) -> tuple[XidEvent, ...]:
+        """Stop listening (after reading what has arrived) and return every event seen."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout_s if timeout_s is not None
+                              else max(5.0, 10 * self._poll_ms / 1000))
+            if self._thread.is_alive():
+                self.error = "the NVML event wait did not return"
+        if self._set is not None and (self._thread is None or not self._thread.is_alive()):
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlEventSetFree(self._set)
+            self._set = None
+        return tuple(self._events)
+
+    def events(self) -> tuple[XidEvent, ...]:
+        return tuple(self._events)
+
+    def register(self, index: int) -> bool:
+        """Listen on one more (just opened) device; False when it cannot report events."""
+        dev = self._source._devs[index]
+        if self._set is None or dev.handle is None or dev.lost:
+            self.unsupported.add(index)
+            return False
+        try:
+            mask = pynvml.nvmlDeviceGetSupportedEventTypes(dev.handle) & self._mask
+            if not mask:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            pynvml.nvmlDeviceRegisterEvents(dev.handle, mask, self._set)
+        except pynvml.NVMLError:
+            self.unsupported.add(index)
+            return False
+        self._by_handle[ctypes.cast(dev.handle, ctypes.c_void_p).value] = index
+        return True
+
+    def take(self) -> tuple[XidEvent, ...]:
+        """The events that arrived since the last take (one consumer: the sampler)."""
+        n = len(self._events)  # the list only grows, appended on the watcher's thread
+        new = tuple(self._events[self._taken:n])
+        self._taken = n
+        return new

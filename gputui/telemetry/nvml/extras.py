@@ -1,0 +1,197 @@
+"""Reads beyond the per-tick core: extra DCGM counters, samples, NVLink and GPM."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+import pynvml
+
+from gputui.telemetry import gpm
+from gputui.telemetry.model import (
+    NvLink,
+)
+from gputui.telemetry.nvml.common import (
+    _FIELD_VALUE_GETTERS,
+    FI_DEV_MEMORY_TEMP,
+    _Device,
+    _GpmSession,
+)
+from gputui.telemetry.units import mw_to_w
+
+
+class ExtraReads:
+    """NvmlSource's reads beyond the core fields: dcgm-exporter's extra counters, the
+    driver's sub-second samples, NVLink states and GPM profiling metrics. A mixin: it
+    uses the source's `fields`, `_field` and `gpm_clock`."""
+
+    fields: frozenset[str]
+    gpm_clock: Callable[[], float]
+    _field: Callable[..., Any]
+
+    def _read_extras(self, dev: _Device) -> dict[str, Any]:
+        """dcgm-exporter's default counters beyond the core: memory temperature, encoder
+        and decoder load every tick; PCIe replays and remapped rows from the slow tick."""
+        h = dev.handle
+        out: dict[str, Any] = {"mem_reserved_bytes": dev.mem_reserved_bytes}
+        if "mem_temp" in self.fields:
+            out["mem_temp_c"] = self._field_value(dev, "mem_temp", FI_DEV_MEMORY_TEMP)
+        if "codec" in self.fields:
+            enc = self._field(dev, "encoder", lambda: pynvml.nvmlDeviceGetEncoderUtilization(h))
+            dec = self._field(dev, "decoder", lambda: pynvml.nvmlDeviceGetDecoderUtilization(h))
+            out["enc_util_pct"] = None if enc is None else int(enc[0])
+            out["dec_util_pct"] = None if dec is None else int(dec[0])
+        out["pcie_replay_count"] = dev.pcie_replay_count
+        if dev.remap is not None:
+            (out["remap_correctable_rows"], out["remap_uncorrectable_rows"],
+             out["remap_pending"], out["remap_failure"]) = dev.remap
+        if dev.retired is not None:
+            (out["retired_pages_sbe"], out["retired_pages_dbe"],
+             out["retired_pages_pending"]) = dev.retired
+        if dev.nvlink_states is not None:
+            rates = dev.gpm.link_rates if dev.gpm is not None else None
+            out["nvlink_links"] = tuple(
+                NvLink(i, up, *(rates[i] if rates and i < len(rates) else (None, None)))
+                for i, up in enumerate(dev.nvlink_states))
+        if "power_samples" in self.fields:
+            self._read_samples(dev, pynvml.NVML_TOTAL_POWER_SAMPLES, "power_w", out)
+        if "util_samples" in self.fields:
+            self._read_samples(dev, pynvml.NVML_GPU_UTILIZATION_SAMPLES, "util_gpu_pct", out)
+            self._read_samples(dev, pynvml.NVML_PROCESSOR_CLK_SAMPLES, "clock_sm_mhz", out)
+        return out
+
+    def _nvlink_states(self, dev: _Device) -> tuple[bool, ...] | None:
+        """Each link's state, up to the first link the GPU does not have."""
+        if "nvlink" in dev.unsupported:
+            return None
+        states: list[bool] = []
+        for link in range(pynvml.NVML_NVLINK_MAX_LINKS):
+            try:
+                states.append(bool(pynvml.nvmlDeviceGetNvLinkState(dev.handle, link)))
+            except pynvml.NVMLError_GpuIsLost:
+                raise
+            except (pynvml.NVMLError_InvalidArgument, pynvml.NVMLError_NotSupported,
+                    pynvml.NVMLError_FunctionNotFound):
+                break
+            except pynvml.NVMLError:
+                return dev.nvlink_states  # transient: keep what was known
+        if not states:
+            dev.unsupported.add("nvlink")
+            return None
+        return tuple(states)
+
+    def _read_samples(self, dev: _Device, kind: int, key: str, out: dict[str, Any]) -> None:
+        """Min and max of the driver's samples newer than the last ones read (none new,
+        NOT_FOUND: N/A this tick)."""
+        seen = dev.sample_seen.get(kind, 0)
+        got = self._field(dev, f"samples_{key}",
+                          lambda: pynvml.nvmlDeviceGetSamples(dev.handle, kind, seen))
+        if not got or not got[1]:
+            return
+        read = _FIELD_VALUE_GETTERS.get(got[0], lambda x: x.uiVal)
+        values = [read(smp.sampleValue) for smp in got[1]]
+        dev.sample_seen[kind] = max(int(smp.timeStamp) for smp in got[1])
+        lo, hi = min(values), max(values)
+        if key == "power_w":
+            out["power_w_min"], out["power_w_max"] = mw_to_w(lo), mw_to_w(hi)
+        else:
+            out[f"{key}_min"], out[f"{key}_max"] = int(lo), int(hi)
+
+    def _field_value(self, dev: _Device, name: str, field_id: int) -> int | None:
+        """One nvmlDeviceGetFieldValues field as an integer; its own NOT_SUPPORTED counts
+        like the call's."""
+        values = self._field(dev, name, lambda: pynvml.nvmlDeviceGetFieldValues(
+            dev.handle, [field_id]))
+        if not values:
+            return None
+        v = values[0]
+        if v.nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED:
+            dev.unsupported.add(name)
+            return None
+        if v.nvmlReturn != pynvml.NVML_SUCCESS:
+            return None
+        return int(_FIELD_VALUE_GETTERS.get(v.valueType, lambda x: x.uiVal)(v.value))
+
+    # --- GPM profiling counters (gputui.telemetry.gpm) ----------------------------------
+
+    def _read_gpm(self, dev: _Device) -> dict[str, Any]:
+        """This tick's GPM metrics (from the previous sample and this one), {} when the
+        device has none; `gpm_note` while another profiler holds the counters."""
+        if "gpm" in dev.unsupported:
+            return {}
+        session = dev.gpm or self._gpm_open(dev)
+        if session is None:
+            return {}
+        now = self.gpm_clock()
+        if not session.backoff.due(now):
+            return {"gpm_note": session.backoff.note}
+        buf = session.samples[session.current]
+        try:
+            pynvml.nvmlGpmSampleGet(dev.handle, buf)
+        except pynvml.NVMLError_GpuIsLost:
+            raise
+        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound):
+            self._gpm_free(dev)
+            dev.unsupported.add("gpm")
+            return {}
+        except pynvml.NVMLError as exc:
+            session.primed = False
+            if exc.value in gpm.BUSY_CODES:
+                session.backoff.busy(now)
+                return {"gpm_note": session.backoff.note}
+            return {}  # transient: N/A this tick, a fresh pair from the next
+        session.backoff.ok()
+        prev = session.samples[1 - session.current]
+        primed, session.primed = session.primed, True
+        session.current = 1 - session.current
+        if not primed:
+            return {}
+        req = session.request
+        req.sample1, req.sample2 = prev, buf
+        try:
+            pynvml.nvmlGpmMetricsGet(req)
+        except pynvml.NVMLError_GpuIsLost:
+            raise
+        except pynvml.NVMLError:
+            return {}
+        raw = ctypes.string_at(ctypes.addressof(req.metrics),
+                               req.numMetrics * gpm.METRIC_STRUCT.size)
+        if session.links:
+            session.link_rates = gpm.link_rates_from_buffer(raw, session.links)
+        return gpm.values_from_buffer(raw)
+
+    def _gpm_open(self, dev: _Device) -> _GpmSession | None:
+        support = self._field(dev, "gpm", lambda: pynvml.nvmlGpmQueryDeviceSupport(dev.handle))
+        if support is None:
+            return None
+        if not support.isSupportedDevice:
+            dev.unsupported.add("gpm")
+            return None
+        if ctypes.sizeof(pynvml.c_nvmlGpmMetric_t) != gpm.METRIC_STRUCT.size:
+            dev.unsupported.add("gpm")  # a pynvml whose struct we do not know
+            return None
+        try:
+            a = pynvml.nvmlGpmSampleAlloc()
+            b = pynvml.nvmlGpmSampleAlloc()
+        except pynvml.NVMLError:
+            return None
+        req = pynvml.c_nvmlGpmMetricsGet_t()
+        req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+        # The links are known from the first (slow) tick, read before GPM.
+        links = len(dev.nvlink_states or ())
+        ids = [*gpm.METRIC_IDS, *(m for i in range(links) for m in gpm.link_metric_ids(i))]
+        req.numMetrics = len(ids)
+        for i, metric_id in enumerate(ids):
+            req.metrics[i].metricId = metric_id
+        dev.gpm = _GpmSession((a, b), req, links=links)
+        return dev.gpm
+
+    @staticmethod
+    def _gpm_free(dev: _Device) -> None:
+        session, dev.gpm = dev.gpm, None
+        if session is not None:
+            for buf in session.samples:
+                with contextlib.suppress(pynvml.NVMLError):
+                    pynvml.nvmlGpmSampleFree(buf)

@@ -1,0 +1,163 @@
+"""`h`: the history of one GPU as line charts — utilization, SM clock, power and
+temperature — over the last 1, 5, 15 or 60 minutes (as far back as the monitor keeps).
+
+Each chart is labelled with its metric and unit, drawn on a fixed scale (0 to the GPU's
+own limit: max SM clock, power limit, shutdown temperature), against a time axis in
+minutes ago. A gap in the data (a lost or stale GPU) is a gap in the line, never a
+made-up value. The data is the view's own History (fed from the frames the app takes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from gputui.safe_text import printable
+from gputui.telemetry.model import GpuSample, Snapshot
+from gputui.ui.messages import SnapshotShown
+from gputui.ui.widgets.footer import FittedFooter
+
+WINDOWS_S = (60, 5 * 60, 15 * 60, 60 * 60)
+
+
+@dataclass(frozen=True)
+class Chart:
+    metric: str  # a History metric
+    title: str  # what it is, with its unit
+    top: Callable[[GpuSample], float | None]  # the fixed scale's top for this GPU
+
+
+CHARTS: tuple[Chart, ...] = (
+    Chart("util_gpu_pct", "GPU utilization (%)", lambda g: 100.0),
+    Chart("clock_sm_mhz", "SM clock (MHz)", lambda g: g.info.clock_sm_max_mhz),
+    Chart("power_w", "power (W)", lambda g: g.power_limit_w),
+    Chart("temp_c", "temperature (°C)",
+          lambda g: g.info.temp_shutdown_c or g.info.temp_slowdown_c),
+)
+
+
+def window_label(seconds: float) -> str:
+    return f"{seconds / 60:g} min"
+
+
+def segments(times: Sequence[float], values: Sequence[float],
+             end: float) -> list[tuple[list[float], list[float]]]:
+    """(minutes ago, value) runs between gaps (NaN): each is drawn as its own line."""
+    runs: list[tuple[list[float], list[float]]] = []
+    xs: list[float] = []
+    ys: list[float] = []
+    for t, v in zip(times, values, strict=True):
+        if math.isnan(v):
+            if xs:
+                runs.append((xs, ys))
+            xs, ys = [], []
+            continue
+        xs.append((t - end) / 60)
+        ys.append(v)
+    if xs:
+        runs.append((xs, ys))
+    return runs
+
+
+class HistoryScreen(Screen[None]):
+    DEFAULT_CSS = """
+    HistoryScreen { layout: vertical; }
+    HistoryScreen > .title { height: 1; padding: 0 1; background: $primary 30%;
+                             text-style: bold; }
+    HistoryScreen > #charts { layout: grid; grid-size: 2; grid-gutter: 0 1; height: 1fr; }
+    HistoryScreen.-narrow > #charts { grid-size: 1; }
+    HistoryScreen PlotextPlot { border: round $primary 60%; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,h", "app.pop_screen", "Back"),
+        Binding("w", "window", "Window"),
+        Binding("n", "gpu(1)", "Next GPU"),
+        Binding("p", "gpu(-1)", "Previous GPU"),
+    ]
+
+    def __init__(self, history: Any, gpu_index: int = 0, seconds: float = 5 * 60,
+                 kept_s: float | None = None) -> None:
+        super().__init__()
+        self.history = history
+        self.gpu_index = gpu_index
+        # Only the windows the history reaches back to (it keeps a bounded number).
+        self.windows = tuple(w for w in WINDOWS_S if kept_s is None or w <= kept_s * 1.01) \
+            or WINDOWS_S[:1]
+        self.seconds = min(self.windows, key=lambda w: abs(w - seconds))
+        self.drawn: dict[str, list[tuple[list[float], list[float]]]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="title", id="history-title")
+        with Grid(id="charts"):
+            for chart in CHARTS:
+                yield PlotextPlot(id=f"chart-{chart.metric}")
+        yield FittedFooter()
+
+    def on_mount(self) -> None:
+        self.set_class(self.app.size.width < 120, "-narrow")
+        self.redraw()
+
+    def on_resize(self) -> None:
+        self.set_class(self.app.size.width < 120, "-narrow")
+
+    def on_snapshot_shown(self, message: SnapshotShown) -> None:
+        self.redraw(message.snapshot)
+
+    def _gpus(self, snap: Snapshot | None) -> list[GpuSample]:
+        return list(snap.gpus) if snap is not None else []
+
+    def action_window(self) -> None:
+        i = self.windows.index(self.seconds)
+        self.seconds = self.windows[(i + 1) % len(self.windows)]
+        self.redraw()
+
+    def action_gpu(self, step: int) -> None:
+        indexes = [g.index for g in self._gpus(self._latest())]
+        if not indexes:
+            return
+        pos = indexes.index(self.gpu_index) if self.gpu_index in indexes else 0
+        self.gpu_index = indexes[(pos + step) % len(indexes)]
+        self.redraw()
+
+    def _latest(self) -> Snapshot | None:
+        snap = getattr(self.app, "latest", None)
+        return snap if isinstance(snap, Snapshot) else None
+
+    def redraw(self, snap: Snapshot | None = None) -> None:
+        snap = snap or self._latest()
+        g = next((x for x in self._gpus(snap) if x.index == self.gpu_index), None)
+        name = printable(g.info.name) if g is not None else "no data"
+        self.query_one("#history-title", Static).update(Text(
+            f"History · GPU {self.gpu_index} · {name} · last {window_label(self.seconds)}"
+            "  (w: window · n/p: GPU · esc: back)"))
+        for chart in CHARTS:
+            times, values = self.history.window(self.gpu_index, chart.metric, self.seconds)
+            end = times[-1] if times else 0.0
+            runs = segments(times, values, end)
+            self.drawn[chart.metric] = runs
+            seen = [y for _, ys in runs for y in ys]
+            top = (chart.top(g) if g is not None else None) or (max(seen) if seen else 1.0)
+            top = max(top, max(seen, default=0.0)) or 1.0
+            widget = self.query_one(f"#chart-{chart.metric}", PlotextPlot)
+            plt = widget.plt
+            plt.clear_data()
+            plt.clear_figure()
+            plt.title(chart.title)
+            plt.xlabel("minutes ago")
+            for xs, ys in runs:
+                plt.plot(xs, ys, marker="braille", color="cyan")
+            plt.xlim(-self.seconds / 60, 0)
+            plt.ylim(0, top)
+            if not runs:
+                plt.text("no data yet", x=-self.seconds / 120, y=top / 2)
+            widget.refresh()

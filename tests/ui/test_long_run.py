@@ -1,0 +1,67 @@
+"""Long runs: what the monitor keeps must not grow with time (no timing thresholds).
+
+The growth found in a 17-minute soak was Textual's DataTable render caches: keyed on
+an update counter, they kept up to 10,000 dead cells and 1,000 rows from earlier
+updates of the process table, and everything a resize storm rendered.
+"""
+
+from __future__ import annotations
+
+from gputui.telemetry.history import History
+from gputui.telemetry.sampler import Sampler
+from gputui.ui.app import GputuiApp
+from gputui.ui.options import AppOptions
+from gputui.ui.widgets.process_table import COLUMNS, ProcessTable
+from gputui.ui.widgets.table_cache import GENERATIONS, MIN_ROWS, render_cache_sizes
+from tests.ui.helpers import gpu, proc, snap
+
+
+def _snap(t: int):  # type: ignore[no-untyped-def]
+    # Processes come and go and their CPU% moves: the table changes on every frame.
+    procs = [proc(1000 + (t + k) % 7, k % 2, cpu_pct=float(t % 100)) for k in range(4)]
+    return snap(t, [gpu(i, t) for i in range(4)], procs)
+
+
+def _bound(table: ProcessTable) -> int:
+    return GENERATIONS * max(MIN_ROWS, table.size.height) * len(COLUMNS)
+
+
+async def test_process_table_caches_stay_bounded_over_many_updates_and_resizes() -> None:
+    sampler = Sampler(interval=1.0)
+    app = GputuiApp(AppOptions(interval=1.0), sampler=sampler, start_sampler=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        for t in range(60):
+            # Processes are redrawn every few seconds of snapshot time: step 4 s.
+            sampler.ingest(_snap(4 * t))
+            await pilot.pause()
+        table = app.main.procs
+        sizes = render_cache_sizes(table)
+        assert table.row_count == 4  # it was really drawn, over and over
+        assert sizes["_cell_render_cache"] <= _bound(table), sizes
+        assert sizes["_row_render_cache"] <= GENERATIONS * max(MIN_ROWS, table.size.height)
+        # A resize storm: every size renders every cell anew.
+        for i in range(24):
+            await pilot.resize_terminal(100 + (i * 37) % 100, 30 + (i * 7) % 20)
+            sampler.ingest(_snap(240 + 4 * i))
+            await pilot.pause()
+        sizes = render_cache_sizes(table)
+        assert sizes["_cell_render_cache"] <= _bound(table), sizes
+        assert sizes["_line_cache"] <= GENERATIONS * max(MIN_ROWS, table.size.height)
+
+
+def test_view_history_is_bounded_however_long_it_runs() -> None:
+    h = History(capacity=50)
+    for t in range(500):
+        h.append(_snap(t))
+    assert len(h) == 50
+    times, values = h.window(0, "util_gpu_pct", seconds=10_000)
+    assert len(times) == len(values) == 50 and times[0] == 450.0
+
+
+def test_watch_and_headless_samplers_keep_no_history() -> None:
+    s = Sampler(interval=0.5, nvml=None, nvml_error="no NVML here")
+    for _ in range(3):
+        s.tick()
+    # Only the latest snapshot and the (bounded) episode log: no ring buffers at all.
+    assert not any(isinstance(v, History) for v in vars(s).values())
+    assert s.latest is not None and s.latest.seq == 3

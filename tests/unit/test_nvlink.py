@@ -1,0 +1,47 @@
+"""NVLink links (#15 item 9): link count, per-link state and per-link rates (GPM), in the
+sample and the snapshot JSON, through the real pynvml and the fake library."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from gputui.telemetry.model import NvLink
+from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource
+from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, scenario_path
+
+MIB = 1024 * 1024
+# gpm.conf: 4096 MiB/s TX and 2048 MiB/s RX in total, over links 0-2 (link 3 is down).
+H100_LINKS = (
+    NvLink(0, True, 4096 / 3 * MIB, 2048 / 3 * MIB),
+    NvLink(1, True, 4096 / 3 * MIB, 2048 / 3 * MIB),
+    NvLink(2, True, 4096 / 3 * MIB, 2048 / 3 * MIB),
+    NvLink(3, False, 0.0, 0.0),
+)
+
+
+def test_links_states_and_rates(fake_nvml: FakeNvml) -> None:
+    fake_nvml.use("gpm")
+    src = NvmlSource(fields=ALL_FIELDS)
+    src.open()
+    (g0, g1), _ = src.read()
+    # First reading: states known, rates need a second GPM sample.
+    assert g0.nvlink_links == tuple(NvLink(n.link, n.active) for n in H100_LINKS)
+    assert g1.nvlink_links is None  # the A100 scenario has no NVLink
+    (g0, g1), _ = src.read()
+    assert g0.nvlink_links == H100_LINKS
+    assert fake_nvml.count_for("nvmlDeviceGetNvLinkState") == 5 + 1  # H100: 4 + the 5th; A100: 1
+    src.close()
+
+
+def test_snapshot_json_lists_the_links(fake_nvml_lib: FakeNvmlLib) -> None:
+    proc = subprocess.run([sys.executable, "-m", "gputui", "snapshot", "--json"],
+                          env=fake_nvml_lib.env(scenario_path("gpm")), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    g0, g1 = json.loads(proc.stdout)["gpus"]
+    assert g0["nvlink_links"] == [
+        {"link": n.link, "active": n.active, "tx_bps": n.tx_bps, "rx_bps": n.rx_bps}
+        for n in H100_LINKS]
+    assert g1["nvlink_links"] is None

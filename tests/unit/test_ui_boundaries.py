@@ -1,0 +1,60 @@
+"""The monitor's side of the hand-off rules (DESIGN.md, issue #10 item 4), by source:
+the UI never imports the NVML module, and the monitor's modules never block on the
+event loop with `call_from_thread` (background threads post messages instead)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+UI = Path(__file__).resolve().parents[2] / "gputui" / "ui"
+# The monitor's modules (the benchmark screens are checked by their own tests).
+MONITOR = [UI / "app.py", UI / "app_actions.py", UI / "app_replay.py", UI / "run.py",
+           UI / "layout.py", UI / "messages.py", UI / "terminal_watch.py",
+           UI / "screens" / "monitor.py", UI / "screens" / "alerts.py",
+           *sorted((UI / "widgets").glob("*.py"))]
+
+
+def _imports(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_no_ui_module_imports_the_nvml_module() -> None:
+    files = sorted(UI.rglob("*.py"))
+    assert len(files) > 10
+    offenders = [p.name for p in files if "gputui.telemetry.nvml" in _imports(p)]
+    assert offenders == []
+
+
+def test_the_monitor_never_blocks_on_the_event_loop() -> None:
+    assert all(p.is_file() for p in MONITOR)
+    offenders = [p.name for p in MONITOR if "call_from_thread" in p.read_text("utf-8")]
+    assert offenders == []
+
+
+def test_interval_minimum_is_the_same_for_the_cli_and_the_sampler() -> None:
+    from gputui.commands.argtypes import MIN_INTERVAL_S as CLI_MIN
+    from gputui.telemetry.sampler import MIN_INTERVAL_S
+
+    assert CLI_MIN == MIN_INTERVAL_S
+
+
+def test_cli_and_commands_import_no_cycle() -> None:
+    # The subcommands take their argparse types from commands/argtypes.py, not cli.py.
+    commands = sorted((UI.parent / "commands").glob("*.py"))
+    assert len(commands) > 5
+    offenders = [p.name for p in commands if "gputui.cli" in _imports(p)]
+    assert offenders == []
+
+
+def test_the_app_finds_the_bench_session_where_the_bench_screen_keeps_it() -> None:
+    from gputui.ui.app import BENCH_SESSION_ATTR
+    from gputui.ui.bench_session import SESSION_ATTR
+
+    assert BENCH_SESSION_ATTR == SESSION_ATTR
