@@ -158,7 +158,27 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
             exp.stop()
 
 
-class GarbageServer:
+class LoopbackHttpServer:
+    """A threaded HTTP server on 127.0.0.1 (an ephemeral port) for one request handler."""
+
+    def _serve(self, handler: type[http.server.BaseHTTPRequestHandler]) -> None:
+        self.server = http.server.ThreadingHTTPServer((LOOPBACK, 0), handler)
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def target(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+class GarbageServer(LoopbackHttpServer):
     """Answers every GET with 200 and a page that is not Prometheus text."""
 
     BODY = b"<html><body>{{{ this is not a metrics page }}}</body></html>\n"
@@ -177,20 +197,7 @@ class GarbageServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
-        self.server.daemon_threads = True
-        self.port = int(self.server.server_address[1])
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def target(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        self._serve(Handler)
 
 
 @pytest.fixture
@@ -308,7 +315,7 @@ def stubborn_server() -> Iterator[Callable[..., StubbornServer]]:
             srv.close()
 
 
-class PageServer:
+class PageServer(LoopbackHttpServer):
     """Serves one metrics page (bytes, replaceable) on 127.0.0.1 and counts the requests."""
 
     def __init__(self, body: bytes) -> None:
@@ -332,20 +339,7 @@ class PageServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
-        self.server.daemon_threads = True
-        self.port = int(self.server.server_address[1])
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def target(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        self._serve(Handler)
 
 
 @pytest.fixture
