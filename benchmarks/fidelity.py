@@ -106,7 +106,7 @@ def bare_loop(case: Case, threads: int) -> float:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
-    pool = 4
+    pool = 2  # as gputui's device-resident data (workloads.DEVICE_POOL): two batches alternate
     if case.benchmark.startswith("rnn"):
         assert case.seq_len is not None
 
@@ -143,7 +143,12 @@ def bare_loop(case: Case, threads: int) -> float:
                 model(batches[i % pool][0])
     else:
         model.train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        # The optimizer gputui records (settings.optimizer): the fused SGD kernel where this
+        # torch has one for the device, else the default implementation.
+        try:
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+        except (RuntimeError, TypeError, ValueError):
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         loss_fn = nn.CrossEntropyLoss()
 
         def step(i: int) -> None:

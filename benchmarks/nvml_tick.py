@@ -37,6 +37,11 @@ FIELD_SETS = {
     # PCIe replay and row-remap reads all answer (#15): what those calls add.
     "tui, GPM GPUs": MONITOR_FIELDS,
     "watch/snapshot, GPM GPUs": ALL_FIELDS,
+    # 8 Hopper GPUs in MIG mode, each split into 7 MIG devices (1g.10gb, one process
+    # each) with GPM: the MIG reads' cost (#15 item 8). MIG off costs one
+    # nvmlDeviceGetMigMode per GPU per open, nothing per tick.
+    "tui, MIG GPUs (8 x 7)": MONITOR_FIELDS,
+    "watch/snapshot, MIG GPUs (8 x 7)": ALL_FIELDS,
 }
 # Per-device extras for the "GPM GPUs" sets.
 GPM_KEYS = {k: v for i in range(8) for k, v in (
@@ -44,16 +49,35 @@ GPM_KEYS = {k: v for i in range(8) for k, v in (
     (f"gpu.{i}.temp_mem_max_c", 95))}
 
 
+def _mig_keys() -> dict[str, object]:
+    keys: dict[str, object] = dict(GPM_KEYS)
+    for i in range(8):
+        keys[f"gpu.{i}.mig_mode"] = 1
+        for m in range(7):
+            pre = f"gpu.{i}.mig.{m}"
+            keys.update({f"{pre}.profile": "1g.10gb", f"{pre}.gpu_instance_id": 7 + m,
+                         f"{pre}.mem_used": 1 << 30, f"{pre}.gpm_sm_util": 40,
+                         f"{pre}.processes": f"{1000 + 10 * i + m}:{1 << 30}"})
+    return keys
+
+
+MIG_KEYS = _mig_keys()
+
+
 def measure(fake: FakeNvml, fields: frozenset[str], ticks: int,
             scenario: Path | None = None) -> dict[str, object]:
     fake.use(scenario or scenario_path("eight_gpus"), frozen_time=0.0)
     src = NvmlSource(process_every=3, slow_every=10, fields=fields)
+    now = [0.0]
+    # GPM takes a new pair only MIN_SAMPLE_GAP_S after the last: its clock is the fake's.
+    src.gpm_clock = lambda: now[0]  # type: ignore[method-assign]
     src.open_system()
     sampler = Sampler(interval=1.0, nvml=src)
     fake.reset_counts()
     cpu: list[float] = []
     for t in range(ticks):
         fake.set_time(float(t))
+        now[0] = float(t)
         c0 = time.process_time()
         sampler.tick()
         cpu.append(time.process_time() - c0)
@@ -62,7 +86,9 @@ def measure(fake: FakeNvml, fields: frozenset[str], ticks: int,
     for name in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetPcieThroughput",
                  "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetViolationStatus",
                  "nvmlGpmSampleGet", "nvmlGpmMetricsGet", "nvmlDeviceGetFieldValues",
-                 "nvmlDeviceGetEncoderUtilization", "nvmlDeviceGetRemappedRows"):
+                 "nvmlDeviceGetEncoderUtilization", "nvmlDeviceGetRemappedRows",
+                 "nvmlDeviceGetMigMode", "nvmlDeviceGetMigDeviceHandleByIndex",
+                 "nvmlDeviceGetMemoryInfo", "nvmlGpmMigSampleGet"):
         by_fn[name] = fake.count_for(name) / ticks
     sampler.close()
     return {"calls_per_tick": calls / ticks, "cpu_ms_median": statistics.median(cpu) * 1e3,
@@ -80,9 +106,11 @@ def main() -> None:
             print(f"8 fake GPUs, {args.ticks} ticks at 1 Hz (fake clock), in-process")
             print(f"{'field set':<34} {'NVML calls/tick':>16} {'CPU ms/tick (median)':>21}")
             gpm_scenario = derive_scenario("eight_gpus", GPM_KEYS, Path(tmp) / "gpm8.conf")
+            mig_scenario = derive_scenario("eight_gpus", MIG_KEYS, Path(tmp) / "mig8.conf")
             for label, fields in FIELD_SETS.items():
-                r = measure(fake, frozenset(fields), args.ticks,
-                            gpm_scenario if "GPM" in label else None)
+                scenario = (gpm_scenario if "GPM" in label
+                            else mig_scenario if "MIG" in label else None)
+                r = measure(fake, frozenset(fields), args.ticks, scenario)
                 print(f"{label:<34} {r['calls_per_tick']:>16.1f} {r['cpu_ms_median']:>21.2f}")
                 for fn, n in r["by_fn"].items():  # type: ignore[union-attr]
                     print(f"    {fn:<44} {n:6.2f}/tick")

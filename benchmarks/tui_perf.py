@@ -1,19 +1,32 @@
 #!/usr/bin/env python3
-"""How much the monitor costs the machine it watches: `gputui` in tmux, 8 fake GPUs.
+"""How much the monitor costs the machine it watches: `gputui` in tmux, 8 fake GPUs,
+optionally side by side with nvitop (or another gputui checkout) in the same setup.
 
 Runs the real `gputui` in a 160×50 tmux pane against the fake NVML library
 (tests/fakenvml, scenario eight_gpus.conf) at 1 Hz for 20 s and measures:
 
-- first frame: from exec'ing gputui until `capture-pane` shows a GPU name;
-- CPU: the gputui process's user+system CPU time over the measured window, as a % of
-  one core (psutil cpu_times delta / wall time); start-up is excluded;
+- first frame: from exec'ing the program until `capture-pane` shows a GPU name;
+- the measured window starts `--settle` seconds (5) after the first frame: start-up and
+  the first layout passes are excluded, what is measured is the steady cost of leaving
+  the monitor open;
+- CPU: the process's user+system CPU time over the measured window, as a % of one core
+  (psutil cpu_times delta / wall time);
 - peak RSS: the kernel's high-water mark (VmHWM) at the end, else the largest sample;
-- terminal output: bytes gputui wrote to the pane (`tmux pipe-pane`) after the first
-  frame, per second — what an SSH link has to carry;
+- terminal output: bytes the program wrote to the pane (`tmux pipe-pane`) over the
+  measured window, per second — what an SSH link has to carry;
 - NVML calls/s: the fake library's call count (FAKENVML_STATS_FILE, written at exit,
-  so gputui is quit with `q`) over the whole run from start to `q`, start-up included.
+  so the program is quit with `q`) over the whole run from start to `q`, start-up
+  included.
 
-    python benchmarks/tui_perf.py [--duration 20] [--interval 1] [--json] [--strict]
+`--compare nvitop` runs nvitop 1.7.2 (`nvitop --monitor auto --interval 1`) the same
+way, against the same fake GPUs, measured identically. It is installed from PyPI once
+into build/tui-perf-nvitop/ (a venv of its own, ignored by git) and reused.
+`--compare PATH` runs another gputui source tree (e.g. `git archive HEAD` unpacked)
+with this interpreter, for before/after figures. `--rounds N` alternates the two N
+times and reports each metric's median (the machine is shared and noisy).
+
+    python benchmarks/tui_perf.py [--duration 20] [--interval 1] [--compare nvitop|PATH]
+                                  [--rounds 3] [--json] [--strict]
 
 Needs tmux and gcc (the fake library is built with the test harness). Not a test:
 numbers depend on the machine and its load, which is printed alongside.
@@ -24,9 +37,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -40,8 +56,10 @@ from tests.fakenvml.harness import build_library, read_stats, scenario_path  # n
 
 WIDTH, HEIGHT = 160, 50
 GPU_NAME = "H100"  # eight_gpus.conf: "NVIDIA H100 80GB HBM3" (compact layouts may shorten)
+NVITOP_VERSION = "1.7.2"
+NVITOP_VENV = ROOT / "build" / "tui-perf-nvitop"
 
-# metric → (target, unit, lower is better)
+# metric → (target, unit); lower is better for all of them
 TARGETS: dict[str, tuple[float, str]] = {
     "cpu_pct": (2.0, "% of one core"),
     "term_bytes_per_s": (4096.0, "B/s"),
@@ -58,6 +76,18 @@ LABELS = {
 }
 
 
+@dataclass(frozen=True)
+class Program:
+    label: str
+    command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()  # added to the pane's environment
+    ready: str = GPU_NAME  # on screen once the first frame with the GPUs is drawn
+
+
+class SetupError(RuntimeError):
+    """The comparison program could not be prepared (one line for the user)."""
+
+
 def _vm_hwm_bytes(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -68,31 +98,70 @@ def _vm_hwm_bytes(pid: int) -> int | None:
     return None
 
 
-def measure(duration: float, interval: float) -> dict[str, object]:
+def nvitop_program(interval: float) -> Program:
+    """nvitop from its own venv, created (once) with this interpreter and pip."""
+    exe = NVITOP_VENV / "bin" / "nvitop"
+    if not exe.is_file():
+        python = NVITOP_VENV / "bin" / "python"
+        try:
+            subprocess.run([sys.executable, "-m", "venv", str(NVITOP_VENV)], check=True,
+                           capture_output=True, text=True, timeout=300)
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+                            f"nvitop=={NVITOP_VERSION}"], check=True, capture_output=True,
+                           text=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            detail = getattr(exc, "stderr", "") or str(exc)
+            last = detail.strip().splitlines()[-1] if detail.strip() else str(exc)
+            raise SetupError(f"cannot install nvitop {NVITOP_VERSION} into {NVITOP_VENV}: "
+                             f"{last}") from exc
+        if not exe.is_file():
+            raise SetupError(f"nvitop was installed but {exe} is missing")
+    # --interval 1: nvitop's process panel refreshes at interval/3 and its device and
+    # host panels every 0.5 s (its defaults), its screen loop every 0.2 s.
+    # In 160×50 with 8 GPUs its auto mode picks the compact device rows (no name shown):
+    # ready once the process panel, drawn after the devices, is on screen.
+    return Program("nvitop", (str(exe), "--monitor", "auto", "--interval", f"{interval:g}"),
+                   ready="Processes:")
+
+
+def gputui_program(interval: float, tree: Path | None = None) -> Program:
+    if tree is None:
+        return Program("gputui", (*gputui_command(), "--interval", f"{interval:g}"))
+    if not (tree / "gputui" / "__init__.py").is_file():
+        raise SetupError(f"{tree} is not a gputui source tree (no gputui/__init__.py)")
+    # This interpreter (its venv has the dependencies), the other tree's package first;
+    # -P: not the pane's working directory (this checkout) ahead of PYTHONPATH.
+    return Program(f"gputui@{tree.name}",
+                   (sys.executable, "-P", "-m", "gputui", "--interval", f"{interval:g}"),
+                   (("PYTHONPATH", str(tree.resolve())),))
+
+
+def measure(program: Program, duration: float, settle: float = 5.0) -> dict[str, object]:
     lib = build_library()
     with tempfile.TemporaryDirectory(prefix="gputui-perf-") as tmp_name:
         tmp = Path(tmp_name)
         stats_file = tmp / "nvml-stats.txt"
         pipe_file = tmp / "terminal.out"
         base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX"))}
+                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHONPATH"))}
         for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             base[var] = str(tmp / var.lower())
         env = lib.env(scenario_path("eight_gpus"), stats_file=stats_file, base=base)
-        # Gated: gputui starts only once pipe-pane is attached, so no byte is missed and
-        # the clock starts when gputui does, not when tmux does.
-        command = [*gputui_command(), "--interval", str(interval)]
-        with TmuxSession(command, env=env, width=WIDTH, height=HEIGHT, name="perf",
-                         gated=True) as s:
+        env.update(dict(program.env))
+        # Gated: the program starts only once pipe-pane is attached, so no byte is
+        # missed and the clock starts when the program does, not when tmux does.
+        with TmuxSession(list(program.command), env=env, width=WIDTH, height=HEIGHT,
+                         name="perf", gated=True) as s:
             s.tmux("pipe-pane", "-o", "-t", s.name, f"cat >> '{pipe_file}'")
             s.release()
             t0 = time.monotonic()
-            s.wait_for(GPU_NAME, timeout=60, interval=0.02)
+            s.wait_for(program.ready, timeout=60, interval=0.02)
             first_frame_s = time.monotonic() - t0
             pid = s.pid
             if pid is None:
-                raise RuntimeError("gputui is not running: " + s.capture()[-500:])
+                raise RuntimeError(f"{program.label} is not running: " + s.capture()[-500:])
             proc = psutil.Process(pid)
+            time.sleep(settle)
             bytes0 = pipe_file.stat().st_size if pipe_file.exists() else 0
             cpu0 = proc.cpu_times()
             w0 = time.monotonic()
@@ -113,15 +182,17 @@ def measure(duration: float, interval: float) -> dict[str, object]:
     calls = stats.get("calls")
     top = sorted(((k, v) for k, v in stats.items() if k != "calls"), key=lambda kv: -kv[1])[:8]
     return {
+        "program": program.label,
         "first_frame_s": round(first_frame_s, 3),
         "cpu_pct": round(100.0 * cpu_s / wall, 2),
         "peak_rss_mb": round((hwm or peak_rss) / 1e6, 1),
         "term_bytes_per_s": round((bytes1 - bytes0) / wall, 1),
         "nvml_calls_per_s": None if calls is None else round(calls / run_s, 1),
         "details": {
+            "command": " ".join(program.command),
             "measured_s": round(wall, 2),
+            "settle_s": settle,
             "run_s": round(run_s, 2),
-            "interval_s": interval,
             "terminal": f"{WIDTH}x{HEIGHT}",
             "gpus": 8,
             "exit_status": status,
@@ -131,50 +202,103 @@ def measure(duration: float, interval: float) -> dict[str, object]:
             "peak_rss_source": "VmHWM" if hwm else "sampled",
             "load_avg_1m": round(os.getloadavg()[0], 2),
             "cpus": os.cpu_count(),
-            "screen_has_gpu": GPU_NAME in screen,
+            "screen_ready": program.ready in screen,
         },
     }
 
 
-def report(result: dict[str, object]) -> tuple[str, bool]:
-    rows = []
+def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
+    """Each metric's median over the rounds; details of every round kept."""
+    out: dict[str, object] = {"program": runs[0]["program"]}
+    for key in TARGETS:
+        values = [v for r in runs if isinstance(v := r.get(key), int | float)]
+        out[key] = round(statistics.median(values), 2) if values else None
+    out["rounds"] = len(runs)
+    out["runs"] = runs
+    out["load_avg_1m"] = [r["details"]["load_avg_1m"] for r in runs  # type: ignore[index]
+                          if isinstance(r.get("details"), dict)]
+    return out
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]
+
+
+def _shown(value: object, unit: str) -> str:
+    return "n/a" if not isinstance(value, int | float) else f"{value:g} {unit}"
+
+
+def report(results: list[dict[str, object]], interval: float, duration: float,
+           settle: float) -> tuple[str, bool]:
+    """One column per program; the target is checked for the first (this gputui)."""
+    header = ("metric", *(str(r["program"]) for r in results), "target", "")
+    rows: list[tuple[str, ...]] = [header]
     all_ok = True
     for key, (target, unit) in TARGETS.items():
-        value = result.get(key)
+        value = results[0].get(key)
         ok = isinstance(value, int | float) and value < target
         all_ok &= ok
-        shown = "n/a" if value is None else f"{value:g}"
-        rows.append((LABELS[key], f"{shown} {unit}", f"< {target:g} {unit}",
-                     "ok" if ok else "MISSED"))
-    widths = [max(len(r[i]) for r in [*rows, ("metric", "value", "target", "")])
-              for i in range(4)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(("metric", "value", "target", ""), widths,
-                                                   strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-              for r in rows]
-    d = result["details"]
-    assert isinstance(d, dict)
-    lines.append(f"({d['gpus']} fake GPUs, {d['terminal']}, every {d['interval_s']:g}s, "
-                 f"measured over {d['measured_s']}s after the first frame; machine load "
-                 f"{d['load_avg_1m']} on {d['cpus']} CPUs; gputui exit status "
-                 f"{d['exit_status']})")
+        rows.append((LABELS[key], *(_shown(r.get(key), unit) for r in results),
+                     f"< {target:g} {unit}", "ok" if ok else "MISSED"))
+    lines = _table(rows)
+    loads = [x for r in results for x in _loads(r)]
+    rounds = results[0].get("rounds", 1)
+    lines.append(f"(8 fake GPUs, {WIDTH}x{HEIGHT}, every {interval:g}s, measured over "
+                 f"{duration:g}s from {settle:g}s after the first frame"
+                 + (f", median of {rounds} alternating rounds" if rounds != 1 else "")
+                 + f"; machine load {min(loads):g}–{max(loads):g} on {os.cpu_count()} CPUs)")
     return "\n".join(lines), all_ok
+
+
+def _loads(result: dict[str, object]) -> list[float]:
+    if isinstance(result.get("load_avg_1m"), list):
+        return list(result["load_avg_1m"])  # type: ignore[arg-type]
+    d = result.get("details")
+    return [d["load_avg_1m"]] if isinstance(d, dict) else []
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=20.0, help="seconds measured (20)")
-    ap.add_argument("--interval", type=float, default=1.0, help="gputui --interval (1)")
+    ap.add_argument("--interval", type=float, default=1.0, help="refresh interval (1)")
+    ap.add_argument("--settle", type=float, default=5.0,
+                    help="seconds after the first frame before measuring (5)")
+    ap.add_argument("--compare", metavar="nvitop|PATH",
+                    help="also run nvitop, or another gputui source tree, the same way")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternate the programs this many times; report medians (1)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
     args = ap.parse_args(argv)
+    if args.duration <= 0 or args.interval <= 0 or args.rounds < 1 or args.settle < 0:
+        print("tui_perf: --duration and --interval must be > 0, --settle >= 0, "
+              "--rounds >= 1", file=sys.stderr)
+        return 2
     if not tmux_available():
         print("tui_perf: tmux is not installed", file=sys.stderr)
         return 2
-    result = measure(args.duration, args.interval)
-    text, ok = report(result)
+    programs = [gputui_program(args.interval)]
+    try:
+        if args.compare == "nvitop":
+            programs.append(nvitop_program(args.interval))
+        elif args.compare:
+            programs.append(gputui_program(args.interval, Path(args.compare)))
+    except SetupError as exc:
+        print(f"tui_perf: {exc}", file=sys.stderr)
+        return 1
+    runs: list[list[dict[str, object]]] = [[] for _ in programs]
+    for rnd in range(args.rounds):
+        # Alternate which goes first, so a drift in the machine's load favours neither.
+        order = range(len(programs)) if rnd % 2 == 0 else reversed(range(len(programs)))
+        for i in order:
+            runs[i].append(measure(programs[i], args.duration, args.settle))
+    results = [r[0] if args.rounds == 1 else median_of(r) for r in runs]
+    text, ok = report(results, args.interval, args.duration, args.settle)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(results[0] if len(results) == 1 else
+                         {str(r["program"]): r for r in results}, indent=2))
     else:
         print(text)
     return 1 if args.strict and not ok else 0

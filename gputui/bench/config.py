@@ -25,6 +25,7 @@ GPU_KEYS: tuple[str, ...] = (
     "app_clock_sm_mhz", "app_clock_mem_mhz", "default_app_clock_sm_mhz",
     "default_app_clock_mem_mhz", "app_clocks_changed", "ecc_mode", "mig_mode",
     "compute_mode", "pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max",
+    "clock_sm_max_mhz", "clock_mem_max_mhz",
 )
 TORCH_KEYS: tuple[str, ...] = (
     "cudnn_benchmark", "cudnn_deterministic", "deterministic_algorithms", "tf32_matmul",
@@ -39,11 +40,16 @@ def empty(keys: tuple[str, ...]) -> dict[str, Any]:
     return dict.fromkeys(keys)
 
 
-def gpu_config(health: DeviceHealth | None) -> dict[str, Any]:
-    """The GPU half of `config` from a health reading (all None without one)."""
+def gpu_config(health: DeviceHealth | None, info: Any = None) -> dict[str, Any]:
+    """The GPU half of `config` from a health reading and the device's static facts
+    (telemetry DeviceInfo: its max clocks); all None without a reading."""
     out = empty(GPU_KEYS)
     if health is None or health.error is not None:
         return out
+    # NVML cannot say whether clocks are locked (nvidia-smi -lgc/-lmc: set and reset
+    # only); the max clocks beside `window`'s clock mean/min show a lock below them.
+    out["clock_sm_max_mhz"] = getattr(info, "clock_sm_max_mhz", None)
+    out["clock_mem_max_mhz"] = getattr(info, "clock_mem_max_mhz", None)
     h = health
     changed = None
     if h.app_clock_sm_mhz is not None and h.default_app_clock_sm_mhz is not None:
@@ -73,12 +79,13 @@ def read_gpu_config(sampler: Any, gpu_index: int | None) -> dict[str, Any]:
     source = getattr(sampler, "nvml", None)
     if source is None or gpu_index is None:
         return empty(GPU_KEYS)
-    health = None
+    health = info = None
     with contextlib.suppress(Exception):
         from gputui.telemetry.nvml import read_health
 
         health = read_health(source, gpu_index)
-    return gpu_config(health)
+        info = source.devices[gpu_index]
+    return gpu_config(health, info)
 
 
 def config_words(config: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -106,6 +113,9 @@ def config_words(config: Mapping[str, Any]) -> list[tuple[str, str]]:
             if gpu["app_clocks_changed"] else "default"))
     if parts:
         out.append(("GPU settings", ", ".join(parts)))
+    if gpu.get("clock_sm_max_mhz") is not None:
+        out.append(("max clocks", f"SM {gpu['clock_sm_max_mhz']} MHz, memory "
+                                  f"{gpu.get('clock_mem_max_mhz')} MHz"))
     if gpu.get("pcie_gen") is not None:
         out.append(("PCIe link", f"gen {gpu['pcie_gen']} x{gpu.get('pcie_width')} (max gen "
                                  f"{gpu.get('pcie_gen_max')} x{gpu.get('pcie_width_max')})"))
@@ -122,4 +132,9 @@ def config_words(config: Mapping[str, Any]) -> list[tuple[str, str]]:
                                     f", reserved {fmt_bytes(tc['max_memory_reserved_bytes'])}"))
     if tc.get("nccl_version") is not None:
         out.append(("NCCL", str(tc["nccl_version"])))
+    from gputui.bench.topology import topology_words
+
+    topo = topology_words(config)
+    if topo is not None:
+        out.append(("GPU topology", topo))
     return out

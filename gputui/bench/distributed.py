@@ -174,6 +174,8 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
         "rank_devices": ([f"cuda:{first + r}" for r in range(lp.local if lp else world)]
                          if backend == "nccl" else ["cpu"] * (lp.local if lp else world)),
     })
+    # One per global rank; other machines' GPUs are not in this machine's NVML.
+    res.settings["rank_gpu_uuids"] = p.get("rank_gpu_uuids")
     if lp is not None:
         res.settings.update(lp.to_settings())
     _fill_scaling(ctx, p, world)
@@ -307,6 +309,12 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
                              float(local_samples["n"])], dtype=torch.float64, device=dev)
         gathered = [torch.zeros_like(mine) for _ in range(world)]
         dist.all_gather(gathered, mine)
+        # Each rank's GPU by UUID (None on a CPU): the runner maps them to NVML devices
+        # for config.topology (cuda:N is not NVML's index N under CUDA_VISIBLE_DEVICES).
+        from gputui.bench.energy import torch_uuid
+
+        uuids: list[str | None] = [None] * world
+        dist.all_gather_object(uuids, torch_uuid(dev))
         phases: dict[str, float] | None = None
         if not stopped:
             timer = PhaseTimer(dev)
@@ -331,7 +339,7 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
                 "per_rank_window_s": [float(e[1].item()) for e in energies],
                 "threads": torch.get_num_threads(),
                 "interop_threads": torch.get_num_interop_threads(),
-                "allreduce": allreduce,
+                "allreduce": allreduce, "rank_gpu_uuids": uuids,
             }))
         dist.destroy_process_group()
     except Exception as exc:

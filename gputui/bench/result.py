@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
 from gputui.bench.events import Point
@@ -268,56 +268,26 @@ def _list(v: Any, name: str) -> list[Any]:
     return list(v)
 
 
-@dataclass
-class ResultBuilder:
-    """The mutable side of a Result: the worker's kinds and the runner's verdict fill it."""
+class _BuilderMethods:
+    """What a ResultBuilder does besides holding Result's fields (see below)."""
 
-    id: str
-    benchmark: str
-    model: str | None = None
-    device: str | None = None
-    device_name: str | None = None
-    precision: str | None = None
-    batch_size: int | None = None
-    status: str = "ok"
-    throughput: Throughput | None = None
-    latency_ms: Spread | None = None
-    phases_ms: dict[str, float] | None = None
-    step_time_ms: Spread | None = None
-    peak_memory_bytes: int | None = None
-    energy_j_per_sample: float | None = None
-    avg_power_w: float | None = None
-    throttle_episodes: list[Mapping[str, Any]] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, Any] = field(default_factory=dict)
-    started_at: str | None = None
-    finished_at: str | None = None
-    duration_s: float | None = None
-    steps: int | None = None
-    samples: int | None = None
-    points: list[Point] = field(default_factory=list)
-    error: ErrorInfo | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    window: WindowStats | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    points: list[Point]
+    steps: int | None
+    samples: int | None
+    status: str
+    error: ErrorInfo | None
 
     @classmethod
     def for_spec(cls, result_id: str, spec: Mapping[str, Any]) -> ResultBuilder:
         """Identity from the spec; nothing measured yet."""
-        return cls(id=result_id, benchmark=str(spec.get("benchmark")), model=spec.get("model"),
-                   device=spec.get("device"), precision=spec.get("precision"),
-                   batch_size=spec.get("batch_size"))
+        return ResultBuilder(id=result_id, benchmark=str(spec.get("benchmark")),
+                             model=spec.get("model"), device=spec.get("device"),
+                             precision=spec.get("precision"),
+                             batch_size=spec.get("batch_size"))
 
     @classmethod
     def from_result(cls, result: Result) -> ResultBuilder:
-        kw = {f.name: getattr(result, f.name) for f in fields(cls)}
-        kw["throttle_episodes"] = list(result.throttle_episodes)
-        kw["points"] = list(result.points)
-        for key in ("settings", "env", "extra", "config"):
-            kw[key] = dict(kw[key])
-        if result.phases_ms is not None:
-            kw["phases_ms"] = dict(result.phases_ms)
-        return cls(**kw)
+        return ResultBuilder(**{name: _thaw(getattr(result, name)) for name in _BUILT})
 
     def add_point(self, point: Point) -> None:
         self.points.append(point)
@@ -332,10 +302,45 @@ class ResultBuilder:
         self.error = error
 
     def build(self) -> Result:
-        kw = {f.name: getattr(self, f.name) for f in fields(self)}
-        kw["throttle_episodes"] = tuple(self.throttle_episodes)
-        kw["points"] = tuple(self.points)
-        return Result(**kw)
+        return Result(**{name: _freeze(getattr(self, name)) for name in _BUILT})
+
+
+def _thaw(v: Any) -> Any:
+    """A Result's value as the builder holds it: tuples become lists, mappings dicts."""
+    if isinstance(v, tuple):
+        return list(v)
+    if isinstance(v, Mapping):
+        return dict(v)
+    return v
+
+
+def _freeze(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _builder_field(f: Any) -> tuple[str, Any, Any]:
+    if f.name == "status":
+        return f.name, f.type, field(default="ok")  # a worker's result is ok until it fails
+    if isinstance(f.default, tuple):
+        return f.name, f.type, field(default_factory=list)
+    if f.default_factory is not MISSING:
+        return f.name, f.type, field(default_factory=f.default_factory)
+    if f.default is not MISSING:
+        return f.name, f.type, field(default=f.default)
+    return f.name, f.type, field()
+
+
+# Result's fields, once: the builder is made from them (lists where Result keeps tuples),
+# so a field added to Result is a field of the builder, and `build` carries it over.
+_BUILT: tuple[str, ...] = tuple(f.name for f in fields(Result) if f.name != "schema")
+ResultBuilder = make_dataclass(
+    "ResultBuilder",
+    [_builder_field(f) for f in fields(Result) if f.name in _BUILT],
+    bases=(_BuilderMethods,),
+    namespace={"__module__": __name__,
+               "__doc__": "The mutable side of a Result: the worker's kinds and the runner's "
+                          "verdict fill it. Its fields are Result's (lists for tuples)."},
+)
 
 
 def with_episodes(result: Result, episodes: list[Mapping[str, Any]]) -> Result:

@@ -45,6 +45,7 @@ from gputui.bench.catalog import SPEC_DEFAULTS, validate_spec
 from gputui.bench.config import GPU_KEYS, empty, read_gpu_config
 from gputui.bench.result import Result, with_episodes
 from gputui.bench.throttle_watch import ThrottleWatch, worker_nvml_index
+from gputui.bench.topology import read_topology
 from gputui.bench.verdict import RunFacts, decide
 from gputui.bench.window import WINDOW_INTERVAL_S, TimedSpans, WindowRecorder, window_stats
 from gputui.telemetry.model import iso_utc
@@ -59,7 +60,6 @@ DEFAULT_GRACE_S = 5.0
 DEFAULT_TIMEOUT_S = 1800.0
 STDERR_TAIL_LINES = 50
 PROTOCOL_VERSION = 1
-
 
 
 class RunState(StrEnum):
@@ -445,7 +445,11 @@ class BenchRun:
             window = window_stats(recorder.readings(), self._spans.spans)
             if window is not None:
                 result = dataclasses.replace(result, window=window)
-        result = dataclasses.replace(result, config={**result.config, "gpu": gpu_config})
+        # A DDP run's GPUs, by the UUIDs its ranks reported: how each pair is connected.
+        topo = (read_topology(reader.sampler, result.settings.get("rank_gpu_uuids"))
+                if reader is not None else None)
+        result = dataclasses.replace(result, config={**result.config, "gpu": gpu_config,
+                                                     "topology": topo})
         with self._lock:
             self.result = result
             self._state = RunState(result.status)

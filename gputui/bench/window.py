@@ -31,6 +31,7 @@ THROTTLED_FLAG_FRACTION = 0.05
 THROTTLED_MARK = "⚠ throttled"
 # The window is read at least twice a second (the runner's own watcher ticks at this).
 WINDOW_INTERVAL_S = 0.5
+CLOCKS_SETTING_BIT = mask_from_keys(["applications_clocks_setting"])  # 0x2
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,11 @@ class WindowStats:
     temp_c_max: float | None
     throttle_reasons: tuple[str, ...]  # every throttling reason seen (telemetry.throttle keys)
     throttled_fraction: float | None  # share of readings with a throttling reason
+    # Share of readings with clocks-event reason 0x2 (ApplicationsClocksSetting): clocks
+    # held by an application-clocks (or, on drivers that report it so, locked-clocks)
+    # setting. Not throttling. NVML has no getter for locked clocks, and NVML 13's header
+    # marks this bit "no longer used": 0 on a current driver proves nothing (README).
+    clocks_setting_fraction: float | None = None
 
     @property
     def throttled(self) -> bool:
@@ -108,6 +114,7 @@ class WindowStats:
             "temp_c_mean": self.temp_c_mean, "temp_c_max": self.temp_c_max,
             "throttle_reasons": list(self.throttle_reasons),
             "throttled_fraction": self.throttled_fraction, "throttled": self.throttled,
+            "clocks_setting_fraction": self.clocks_setting_fraction,
             "source": "NVML, sampled by the runner (parent process) during the timed loops",
         }
 
@@ -130,7 +137,8 @@ class WindowStats:
             temp_c_mean=num("temp_c_mean"), temp_c_max=num("temp_c_max"),
             throttle_reasons=tuple(str(r) for r in reasons)
             if isinstance(reasons, list | tuple) else (),
-            throttled_fraction=num("throttled_fraction"))
+            throttled_fraction=num("throttled_fraction"),
+            clocks_setting_fraction=num("clocks_setting_fraction"))
 
 
 def _inside(t: float, spans: Sequence[tuple[float, float]]) -> bool:
@@ -168,7 +176,9 @@ def window_stats(readings: Iterable[Reading],
         temp_c_mean=_mean(temp), temp_c_max=max(temp) if temp else None,
         throttle_reasons=tuple(r.key for r in reasons_of(mask_or) if r.throttling),
         throttled_fraction=(sum(1 for m in masks if is_throttling(m)) / len(masks)
-                            if masks else None))
+                            if masks else None),
+        clocks_setting_fraction=(sum(1 for m in masks if m & CLOCKS_SETTING_BIT) / len(masks)
+                                 if masks else None))
 
 
 def window_words(w: WindowStats | None) -> str | None:
@@ -197,6 +207,9 @@ def window_words(w: WindowStats | None) -> str | None:
             parts.append(f"throttled {w.throttled_fraction * 100:.0f} % ({why})")
         else:
             parts.append("never throttled")
+    if w.clocks_setting_fraction:
+        parts.append(f"clocks held by an application/locked-clocks setting "
+                     f"{w.clocks_setting_fraction * 100:.0f} %")
     parts.append(f"{w.readings} readings over {w.seconds:.1f} s")
     return ", ".join(parts)
 

@@ -26,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def take_snapshot() -> Snapshot:
+    from gputui.telemetry import gpm
     from gputui.telemetry.sampler import Sampler
 
     started = time.monotonic()
@@ -35,9 +36,14 @@ def take_snapshot() -> Snapshot:
     sampler = Sampler.open(interval=1.0, process_every=1, slow_every=1,
                            read_timeout_s=READ_TIMEOUT_S)
     try:
+        settle = CPU_SETTLE_S - (time.monotonic() - started)
         if sampler.nvml is not None:
-            sampler.read()  # primes counters that are deltas (violation time)
-        time.sleep(max(0.0, CPU_SETTLE_S - (time.monotonic() - started)))
+            sampler.read()  # primes counters that are deltas (violation time, GPM)
+            # GPM needs its two samples apart (a first read can take longer than the
+            # CPU's settling time): see gpm.MIN_SAMPLE_GAP_S.
+            settle = max(CPU_SETTLE_S - (time.monotonic() - started),
+                         gpm.MIN_SAMPLE_GAP_S + 0.05)
+        time.sleep(max(0.0, settle))
         return sampler.read()
     finally:
         sampler.close()

@@ -21,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gputui.fleet import metric_names as mn
+from gputui.telemetry.mig import MigDevice
 from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.telemetry.throttle import REASONS, THROTTLE_MASK, is_throttling
 
@@ -100,6 +101,39 @@ DCGM_VALUES: tuple[DcgmValue, ...] = (
     DcgmValue(mn.PROF_NVLINK_TX_BYTES, lambda g: g.nvlink_tx_bps),
     DcgmValue(mn.PROF_NVLINK_RX_BYTES, lambda g: g.nvlink_rx_bps),
 )
+
+
+def _mig_fb_free(m: MigDevice) -> int | None:
+    if m.mem_total_bytes is None or m.mem_used_bytes is None:
+        return None
+    return max(0, m.mem_total_bytes - m.mem_used_bytes)
+
+
+# What dcgm-exporter serves per MIG GPU instance: framebuffer and the profiling ratios
+# (the GPU-wide fields - power, temperature, clocks - stay on the GPU's own series).
+MIG_VALUES: dict[str, Callable[[MigDevice], float | None]] = {
+    mn.FB_USED.name: lambda m: m.mem_used_bytes,
+    mn.FB_FREE.name: _mig_fb_free,
+    mn.FB_TOTAL.name: lambda m: m.mem_total_bytes,
+    mn.PROF_GR_ENGINE_ACTIVE.name: lambda m: m.gr_engine_active_pct,
+    mn.PROF_SM_ACTIVE.name: lambda m: m.sm_active_pct,
+    mn.PROF_SM_OCCUPANCY.name: lambda m: m.sm_occupancy_pct,
+    mn.PROF_PIPE_TENSOR_ACTIVE.name: lambda m: m.tensor_active_pct,
+    mn.PROF_DRAM_ACTIVE.name: lambda m: m.dram_active_pct,
+    mn.PROF_PIPE_FP64_ACTIVE.name: lambda m: m.fp64_active_pct,
+    mn.PROF_PIPE_FP32_ACTIVE.name: lambda m: m.fp32_active_pct,
+    mn.PROF_PIPE_FP16_ACTIVE.name: lambda m: m.fp16_active_pct,
+}
+
+
+def mig_labels(g: GpuSample, m: MigDevice, hostname: str,
+               driver_version: str | None = None) -> dict[str, str]:
+    """dcgm-exporter's labels on a MIG instance's series: its GPU's, plus GPU_I_PROFILE
+    and GPU_I_ID (the GPU instance id)."""
+    labels = dict(zip(GPU_LABELS, gpu_labels(g, hostname, driver_version), strict=True))
+    labels[mn.MIG_PROFILE_LABEL] = m.label
+    labels[mn.MIG_INSTANCE_LABEL] = "" if m.gpu_instance_id is None else str(m.gpu_instance_id)
+    return labels
 
 
 def gpu_labels(g: GpuSample, hostname: str, driver_version: str | None = None) -> list[str]:
@@ -252,6 +286,14 @@ class SnapshotCollector(Collector):
                     continue  # not available on this device: absent, never 0
                 labels = dict(zip(GPU_LABELS, gpu_labels(g, host, driver), strict=True))
                 fam.add_sample(f.name, labels, value)
+            mig_get = MIG_VALUES.get(f.name)
+            if mig_get is not None:
+                for g in current:
+                    for m in g.mig_devices:
+                        v = mig_get(m)
+                        if v is not None:
+                            fam.add_sample(f.name, mig_labels(g, m, host, driver),
+                                           float(f.unit.to_dcgm(v)))
             if fam.samples:
                 yield fam
         pending = GaugeMetricFamily(

@@ -160,6 +160,10 @@ PROF_NVLINK_RX_BYTES = DcgmField(
 DRIVER_VERSION_LABEL = "DCGM_FI_DRIVER_VERSION"
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id",
               DRIVER_VERSION_LABEL)
+# dcgm-exporter's extra labels on the series of a MIG GPU instance: its profile
+# ("1g.10gb") and GPU instance id. A series with them is an instance's, not its GPU's.
+MIG_PROFILE_LABEL = "GPU_I_PROFILE"
+MIG_INSTANCE_LABEL = "GPU_I_ID"
 
 # gputui's own series (not in DCGM).
 UP = "gputui_up"

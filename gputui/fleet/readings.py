@@ -22,6 +22,7 @@ GPU_SERIES = (*(f.name for f in GPU_FIELDS), mn.GPU_LOST, mn.GPU_STALE)
 HOST_SERIES = (mn.UP, mn.NVML_ERROR_INFO, mn.HOST_CPU_PERCENT, mn.HOST_MEMORY_USED_BYTES,
                mn.HOST_MEMORY_TOTAL_BYTES)
 WANTED = frozenset(GPU_SERIES + HOST_SERIES)
+_MIG_SUMS = frozenset({mn.FB_USED.name, mn.FB_FREE.name, mn.FB_TOTAL.name})
 
 
 def num(v: float | None) -> float | None:
@@ -51,16 +52,24 @@ def throttle_mask(v: float | None) -> int | None:
 
 @dataclass(slots=True)
 class _GpuSeries:
-    """The series of one GPU while a page is read (first series wins: MIG adds duplicates)."""
+    """The series of one GPU while a page is read (first series wins; a MIG instance's
+    series are kept apart, see `add_mig`)."""
 
     model: str
     values: dict[str, float] = field(default_factory=dict)
+    mig_sums: dict[str, float] = field(default_factory=dict)
 
     def add(self, name: str, value: float) -> None:
         self.values.setdefault(name, value)
 
+    def add_mig(self, name: str, value: float) -> None:
+        """A MIG instance's series (GPU_I_ID label): its framebuffer adds up to the GPU's
+        where the page has no GPU-wide figure; its other series are the instance's only."""
+        if name in _MIG_SUMS:
+            self.mig_sums[name] = self.mig_sums.get(name, 0.0) + value
+
     def reading(self, gpu: str, uuid: str) -> FleetGpu:
-        v = self.values
+        v = {**self.mig_sums, **self.values}
         used, free = _field(v, mn.FB_USED), _field(v, mn.FB_FREE)
         total = _field(v, mn.FB_TOTAL)
         if total is None and used is not None and free is not None:
@@ -105,7 +114,10 @@ def reading_from_series(series: Iterable[Series]) -> HostReading:
             g = per_gpu.get(key)
             if g is None:
                 g = per_gpu[key] = _GpuSeries(s.labels.get("modelName", ""))
-            g.add(s.name, s.value)
+            if mn.MIG_INSTANCE_LABEL in s.labels:
+                g.add_mig(s.name, s.value)
+            else:
+                g.add(s.name, s.value)
     gpus = sorted((g.reading(gpu, uuid) for (gpu, uuid), g in per_gpu.items()),
                   key=lambda x: x.sort_key)
     mem_used = num(host.get(mn.HOST_MEMORY_USED_BYTES))

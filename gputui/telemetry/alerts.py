@@ -15,6 +15,10 @@ does not raise a new alert every tick:
 - ecc stays active for ECC_HOLD_S after the counter last grew (the counter is
   read every few ticks, and one tick of red would be easy to miss);
 - lost stays active while the GPU is lost; the GPU's other alerts clear.
+- clock_change (NVML's clock-change events, where the GPU reports them) is one alert per
+  episode: the first event raises it, later ones only update its words (how many changes,
+  the clocks and reasons now) until CLOCK_QUIET_S pass without one; every event stays in
+  the snapshot's `events` (JSON, recordings);
 - stale raises when a GPU's driver calls have not answered for STALE_ALERT_S (a hung
   or very slow device: its values on screen are old) and clears on its next fresh
   reading; while stale, the GPU's other rules are not applied to the old values.
@@ -31,11 +35,18 @@ from datetime import datetime
 from typing import Literal
 
 from gputui.telemetry.model import GpuSample, Snapshot
-from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, throttle_words
-from gputui.telemetry.units import fmt_bytes
+from gputui.telemetry.throttle import (
+    ThrottleEpisode,
+    explain,
+    is_throttling,
+    state_words,
+    throttle_words,
+)
+from gputui.telemetry.units import fmt_bytes, fmt_mhz
 
 AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost", "stale",
-                    "gpm_busy", "mem_hot", "row_remap", "xid", "ecc_event"]
+                    "gpm_busy", "mem_hot", "row_remap", "xid", "ecc_event",
+                    "clock_change"]
 Severity = Literal["warning", "error"]
 
 MEM_FULL_PCT = 95.0
@@ -44,6 +55,7 @@ NEAR_SLOWDOWN_C = 5  # raise at temp ≥ slowdown − 5 °C
 NEAR_SLOWDOWN_REARM_C = 7  # clear only below slowdown − 7 °C
 THROTTLE_REARM_S = 30.0
 ECC_HOLD_S = 60.0
+CLOCK_QUIET_S = 30.0  # a clock-change episode ends after this long without a change
 MAX_HISTORY = 500
 # Seconds without an answer before a GPU counts as hung: longer than one slow read, so
 # a device that is merely slow (a reading every other tick) does not flap.
@@ -65,7 +77,7 @@ class Alert:
 THERMAL_BITS = 0x20 | 0x40  # SW / HW thermal slowdown (telemetry.throttle.REASONS)
 # Raised with (or while) a GPU throttles, these describe the same event as its throttle
 # alert: listed on the alerts screen, but not a toast of their own.
-SAME_EVENT_AS_THROTTLE = frozenset({"near_slowdown", "mem_hot"})
+SAME_EVENT_AS_THROTTLE = frozenset({"near_slowdown", "mem_hot", "clock_change"})
 
 
 def toasts(raised: Sequence[Alert], active: Sequence[Alert]) -> list[Alert]:
@@ -103,6 +115,7 @@ class AlertEngine:
         self._ecc_last: dict[int, int] = {}
         self._ecc_grew_at: dict[int, datetime] = {}
         self._event_at: dict[str, datetime] = {}  # alert key → last XID/ECC event
+        self._clock_changes: dict[int, tuple[int, datetime]] = {}  # GPU → (count, last)
         self._history: list[Alert] = []  # every raise, oldest first (bounded)
         self.last_cleared: list[Alert] = []  # alerts that became inactive on the last update
 
@@ -129,6 +142,7 @@ class AlertEngine:
         self._ecc_last.clear()
         self._ecc_grew_at.clear()
         self._event_at.clear()
+        self._clock_changes.clear()
         self._history.clear()
         self.last_cleared = []
 
@@ -202,7 +216,10 @@ class AlertEngine:
     def _events(self, raised: list[Alert], snap: Snapshot) -> None:
         """Each XID / ECC event NVML reported is news: an alert of its own (in the
         history and as a toast), held active for ECC_HOLD_S after the last one."""
+        self._clock_events(raised, snap)
         for e in snap.events:
+            if e.kind == "clock_change":
+                continue
             if e.kind == "xid":
                 kind: AlertKind = "xid"
                 text = f"XID {e.xid}: {e.meaning}"
@@ -217,6 +234,28 @@ class AlertEngine:
             if (snap.time - at).total_seconds() >= self.ecc_hold_s:
                 self._clear(key, snap.time)
                 del self._event_at[key]
+
+    def _clock_events(self, raised: list[Alert], snap: Snapshot) -> None:
+        """Clock-change events: one alert per episode (a flapping clock would otherwise
+        raise one a second), worded from the GPU's state in this snapshot."""
+        gpus = {g.index: g for g in snap.gpus}
+        for e in snap.events:
+            if e.kind != "clock_change":
+                continue
+            count, _last = self._clock_changes.get(e.gpu_index, (0, e.time))
+            self._clock_changes[e.gpu_index] = (count + 1, e.time)
+        for idx, (count, last) in list(self._clock_changes.items()):
+            key = alert_key("clock_change", idx)
+            if (snap.time - last).total_seconds() >= CLOCK_QUIET_S:
+                self._clear(key, snap.time)
+                del self._clock_changes[idx]
+                continue
+            message = f"GPU {idx}: {_clock_change_words(count, gpus.get(idx))}"
+            prev = self._alerts.get(key)
+            if prev is not None and prev.active:
+                self._alerts[key] = replace(prev, message=message)
+            else:
+                self._raise(raised, Alert(key, idx, "clock_change", "warning", message, last))
 
     def _gpm_busy(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
         # Raised once while another profiler holds the GPM counters (the note's retry
@@ -330,3 +369,17 @@ class AlertEngine:
             done = replace(prev, active=False, until=now)
             self._alerts[key] = done
             self.last_cleared.append(done)
+
+
+def _clock_change_words(count: int, g: GpuSample | None) -> str:
+    """"clocks changed 3 times; now SM 945MHz of max 1980MHz, clock events: HW thermal
+    slowdown" — the clocks and reasons as they are now, not as the event (which carries
+    no data) found them."""
+    times = "once" if count == 1 else f"{count} times"
+    words = f"clocks changed {times}"
+    if g is None or g.stale or g.lost:
+        return words
+    sm = fmt_mhz(g.clock_sm_mhz)
+    if g.clock_sm_mhz is not None and g.info.clock_sm_max_mhz is not None:
+        sm += f" of max {fmt_mhz(g.info.clock_sm_max_mhz)}"
+    return f"{words}; now SM {sm}, clock events: {state_words(g.throttle_mask)}"

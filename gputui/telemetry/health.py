@@ -106,7 +106,7 @@ class XidEvent:
     xid: int
     at_s: float  # time.monotonic() when it arrived
     # "xid", or the ECC events a monitor also listens for: "ecc_single_bit",
-    # "ecc_double_bit" (xid is 0 for those).
+    # "ecc_double_bit", and "clock_change" (xid is 0 for those).
     kind: str = "xid"
 
     @property
@@ -115,4 +115,6 @@ class XidEvent:
             return "single-bit ECC error (corrected)"
         if self.kind == "ecc_double_bit":
             return "double-bit ECC error (uncorrected)"
+        if self.kind == "clock_change":  # worded from the GPU's state by the alert engine
+            return "clocks changed"
         return xid_meaning(self.xid)

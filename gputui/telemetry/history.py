@@ -10,10 +10,9 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from collections import deque
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
 from typing import TYPE_CHECKING
 
 from gputui.telemetry.model import GpuSample, Snapshot
@@ -21,15 +20,20 @@ from gputui.telemetry.model import GpuSample, Snapshot
 if TYPE_CHECKING:
     from gputui.telemetry.frame import Frame
 
-HISTORY_MIN_SECONDS = 15 * 60
+HISTORY_MIN_SECONDS = 60 * 60  # the history view's longest window, at 1 Hz or slower
 HISTORY_MAX_POINTS = 9000  # bounds memory however long the monitor runs
 
 # Metric name → how to read it from a sample. The UI draws these on fixed scales.
 METRICS: dict[str, Callable[[GpuSample], float | None]] = {
     "util_gpu_pct": lambda g: g.util_gpu_pct,
     "util_mem_pct": lambda g: g.util_mem_pct,
+    "sm_active_pct": lambda g: g.sm_active_pct,
     "mem_used_bytes": lambda g: g.mem_used_bytes,
     "power_w": lambda g: g.power_w,
+    # The highest draw within the tick: the driver's sub-second samples when read, else
+    # the reading itself (panels and the history view draw it, so spikes show).
+    "power_w_peak": lambda g: g.power_w if g.power_w_max is None else (
+        g.power_w_max if g.power_w is None else max(g.power_w, g.power_w_max)),
     "temp_c": lambda g: g.temp_c,
     "clock_sm_mhz": lambda g: g.clock_sm_mhz,
 }
@@ -40,32 +44,49 @@ def history_capacity(interval_s: float) -> int:
 
 
 class History:
-    """Per-GPU, per-metric ring buffers of (monotonic time, value or NaN)."""
+    """Per-GPU, per-metric buffers of (monotonic time, value or NaN), the last
+    `capacity` points of each.
+
+    Plain `array('d')`s (8 bytes a point, where a deque of floats costs ~32) that grow
+    to twice the capacity and then drop their oldest half at once: appends stay O(1)
+    amortised, and a window is one contiguous slice, found by bisection.
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._times: deque[float] = deque(maxlen=capacity)
-        self._series: dict[tuple[int, str], deque[float]] = {}
+        self._times = array("d")
+        self._series: dict[tuple[int, str], array[float]] = {}
+        self._appends = 0  # ever, never reset: a BucketLayout is valid for one value
+
+    def _first(self) -> int:
+        """Index of the oldest point still kept (older ones await the next trim)."""
+        return max(0, len(self._times) - self.capacity)
 
     def append(self, snap: Snapshot) -> None:
         with self._lock:
             self._times.append(snap.mono)
+            self._appends += 1
             n = len(self._times)
             for g in snap.gpus:
+                # A stale reading repeats old values: a gap, not a flat line.
+                gone = g.lost or g.stale
                 for name, get in METRICS.items():
                     key = (g.index, name)
                     buf = self._series.get(key)
                     if buf is None:
                         # A GPU that appears later is padded so all series align with _times.
-                        buf = deque([math.nan] * (n - 1), maxlen=self.capacity)
-                        self._series[key] = buf
-                    # A stale reading repeats old values: a gap, not a flat line.
-                    v = None if g.lost or g.stale else get(g)
+                        buf = self._series[key] = array("d", [math.nan] * (n - 1))
+                    v = None if gone else get(g)
                     buf.append(math.nan if v is None else float(v))
             for buf in self._series.values():
                 if len(buf) < n:
                     buf.append(math.nan)
+            if n >= 2 * self.capacity:
+                drop = n - self.capacity
+                del self._times[:drop]
+                for buf in self._series.values():
+                    del buf[:drop]
 
     def take(self, frame: Frame) -> None:
         """Take in one frame: a replay's jump starts over from its catch-up snapshots."""
@@ -77,11 +98,16 @@ class History:
 
     def clear(self) -> None:
         with self._lock:
-            self._times.clear()
+            self._times = array("d")
             self._series.clear()
 
     def __len__(self) -> int:
-        return len(self._times)
+        return len(self._times) - self._first()
+
+    @property
+    def appends(self) -> int:
+        """Snapshots taken in since the start (a clear does not reset it)."""
+        return self._appends
 
     def window(self, gpu: int, metric: str, seconds: float,
                now: float | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -91,42 +117,37 @@ class History:
             if buf is None or not self._times:
                 return (), ()
             end = self._times[-1] if now is None else now
-            count = 0
-            for t in reversed(self._times):
-                if t < end - seconds:
-                    break
-                count += 1
-            times = tuple(islice(reversed(self._times), count))[::-1]
-            values = tuple(islice(reversed(buf), count))[::-1]
-        return times, values
+            lo = bisect.bisect_left(self._times, end - seconds, self._first())
+            return tuple(self._times[lo:]), tuple(buf[lo:])
 
     def layout(self, seconds: float, n: int, now: float | None = None) -> BucketLayout:
         """Which points fall in which of `n` equal time buckets over the last `seconds`:
         the same for every series (they share the times), so computed once per tick."""
         with self._lock:
-            times = list(self._times)
-        if not times or n <= 0:
-            return BucketLayout(len(times), 0, ())
-        end = times[-1] if now is None else now
-        start = end - seconds
-        width = seconds / n
-        first = bisect.bisect_left(times, start)
-        # Bucket i holds start + i*width <= t < start + (i+1)*width; the last also
-        # holds t == end.
-        edges = [bisect.bisect_left(times, start + i * width, first) for i in range(n)]
-        edges.append(bisect.bisect_right(times, end, first))
+            times = self._times
+            total = len(times)
+            if total == self._first() or n <= 0:
+                return BucketLayout(self._appends, 0, ())
+            end = times[-1] if now is None else now
+            start = end - seconds
+            width = seconds / n
+            first = bisect.bisect_left(times, start, self._first())
+            # Bucket i holds start + i*width <= t < start + (i+1)*width; the last also
+            # holds t == end.
+            edges = [bisect.bisect_left(times, start + i * width, first) for i in range(n)]
+            edges.append(bisect.bisect_right(times, end, first))
         ranges = tuple((edges[i] - first, max(edges[i], edges[i + 1]) - first)
                        for i in range(n))
-        return BucketLayout(len(times), len(times) - first, ranges)
+        return BucketLayout(self._appends, total - first, ranges)
 
     def buckets_with(self, lay: BucketLayout, gpu: int, metric: str,
                      agg: str = "max") -> list[float | None]:
         n = len(lay.ranges)
         with self._lock:
             buf = self._series.get((gpu, metric))
-            if buf is None or not lay.count or len(self._times) != lay.total:
+            if buf is None or not lay.count or self._appends != lay.appends:
                 return [None] * n
-            values = list(islice(buf, len(buf) - lay.count, None))
+            values = buf[len(buf) - lay.count:]
         pick = max if agg == "max" else (lambda xs: sum(xs) / len(xs))
         out: list[float | None] = []
         for lo, hi in lay.ranges:
@@ -148,7 +169,7 @@ class History:
 
 @dataclass(frozen=True, slots=True)
 class BucketLayout:
-    total: int  # points in the history when computed (a later append invalidates it)
+    appends: int  # History.appends when computed: any later append invalidates it
     count: int  # points in the window (the last `count`)
     ranges: tuple[tuple[int, int], ...]  # per bucket: [lo, hi) into the window's points
 
@@ -174,7 +195,7 @@ class TickBuckets:
         got = self._memo.get(key)
         if got is None:
             lay = self._layouts.get((seconds, n))
-            if lay is None or lay.total != len(self.history):
+            if lay is None or lay.appends != self.history.appends:
                 lay = self._layouts[(seconds, n)] = self.history.layout(seconds, n)
             got = self._memo[key] = self.history.buckets_with(lay, gpu, metric, agg)
         return list(got)

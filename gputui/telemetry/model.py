@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gputui.telemetry.mig import MigDevice
+
 
 @dataclass(frozen=True, slots=True)
 class SystemInfo:
@@ -123,6 +125,9 @@ class GpuSample:
     util_gpu_pct_max: int | None = None
     clock_sm_mhz_min: int | None = None
     clock_sm_mhz_max: int | None = None
+    # MIG devices of this GPU (gputui.telemetry.mig), in MIG device index order; () when MIG
+    # mode is off, the GPU or driver has no MIG, or the MIG reads failed.
+    mig_devices: tuple[MigDevice, ...] = ()
 
     @property
     def index(self) -> int:
@@ -167,7 +172,7 @@ class GpuEvent:
     """Something NVML reported as it happened (nvmlEventSetWait): an XID error, an ECC error."""
 
     gpu_index: int
-    kind: str  # "xid", "ecc_single_bit", "ecc_double_bit"
+    kind: str  # "xid", "ecc_single_bit", "ecc_double_bit", "clock_change"
     time: datetime  # wall clock, UTC
     xid: int | None = None  # the XID number (kind "xid")
     meaning: str = ""  # in words, e.g. "GPU has fallen off the bus"

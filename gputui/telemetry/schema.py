@@ -6,6 +6,7 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
+from gputui.telemetry.mig import MigDevice, MigProcess
 from gputui.telemetry.model import (
     DeviceInfo,
     GpuEvent,
@@ -24,7 +25,7 @@ SCHEMA_VERSION = 1
 
 _INFO_FIELDS = [f.name for f in fields(DeviceInfo)]
 _SAMPLE_FIELDS = [f.name for f in fields(GpuSample)
-                  if f.name not in ("info", "throttle_mask", "nvlink_links")]
+                  if f.name not in ("info", "throttle_mask", "nvlink_links", "mig_devices")]
 
 
 def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
@@ -42,6 +43,19 @@ def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
     d["nvlink_links"] = None if g.nvlink_links is None else [
         {"link": n.link, "active": n.active, "tx_bps": n.tx_bps, "rx_bps": n.rx_bps}
         for n in g.nvlink_links]
+    d["mig_devices"] = [mig_to_dict(m) for m in g.mig_devices]
+    return d
+
+
+_MIG_FIELDS = [f.name for f in fields(MigDevice) if f.name != "processes"]
+
+
+def mig_to_dict(m: MigDevice) -> dict[str, Any]:
+    """One MIG device in the public JSON: every MigDevice field (null where N/A), and
+    `processes` as [{"pid", "gpu_mem_bytes"}] (null when they could not be read)."""
+    d: dict[str, Any] = {name: getattr(m, name) for name in _MIG_FIELDS}
+    d["processes"] = None if m.processes is None else [
+        {"pid": p.pid, "gpu_mem_bytes": p.gpu_mem_bytes} for p in m.processes]
     return d
 
 
@@ -110,6 +124,25 @@ def _nvlink(where: str, n: dict[str, Any]) -> NvLink:
                   rx_bps=n.get("rx_bps"))
 
 
+_MIG_PROC_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "pid": (int, False), "gpu_mem_bytes": (int, True)}
+
+
+def _mig(where: str, m: dict[str, Any]) -> MigDevice:
+    for key in ("index", "uuid", "name"):
+        if key not in m:
+            raise SchemaError(f"{where} has no {key}")
+    _check(where, m, _MIG_TYPES)
+    procs = m.get("processes")
+    if procs is not None:
+        for k, p in enumerate(procs):
+            _check(f"{where}.processes[{k}]", p, _MIG_PROC_TYPES)
+    return MigDevice(
+        **{k: m.get(k) for k in _MIG_FIELDS},
+        processes=None if procs is None else tuple(
+            MigProcess(p["pid"], p.get("gpu_mem_bytes")) for p in procs))
+
+
 def _event(i: int, e: dict[str, Any]) -> GpuEvent:
     _check(f"events[{i}]", e, _EVENT_TYPES)
     return GpuEvent(gpu_index=e["gpu"], kind=e["kind"], time=parse_iso(e["time"]),
@@ -135,6 +168,7 @@ def _fields_of(cls: type, names: list[str]) -> dict[str, tuple[type | tuple[type
 
 _INFO_TYPES = _fields_of(DeviceInfo, _INFO_FIELDS)
 _SAMPLE_TYPES = _fields_of(GpuSample, _SAMPLE_FIELDS)
+_MIG_TYPES = _fields_of(MigDevice, _MIG_FIELDS)
 _HOST_NUMBERS = ("cpu_pct", "mem_used_bytes", "mem_total_bytes", "swap_used_bytes",
                  "swap_total_bytes")
 _PROC_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
@@ -193,6 +227,9 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
             links = g.get("nvlink_links")
             sample_kwargs["nvlink_links"] = None if links is None else tuple(
                 _nvlink(f"gpus[{i}].nvlink_links[{j}]", n) for j, n in enumerate(links))
+            sample_kwargs["mig_devices"] = tuple(
+                _mig(f"gpus[{i}].mig_devices[{j}]", m)
+                for j, m in enumerate(g.get("mig_devices") or []))
             gpus.append(GpuSample(info=info, throttle_mask=mask, **sample_kwargs))
         procs = []
         for i, p in enumerate(d.get("processes") or []):

@@ -67,6 +67,7 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         Binding("S", "sort_reverse", "Reverse sort", show=False),
         Binding("k", "signal('TERM')", "Terminate"),
         Binding("K", "signal('KILL')", "Kill", show=False),
+        Binding("i", "gpu_detail", "GPU info"),
         Binding("h", "history", "History"),  # last in the footer: the first cut when narrow
         # Replay only (check_action hides them live). Priority: the process table
         # would otherwise take the arrows and home/end for its cursor.
@@ -85,6 +86,9 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
                  start_sampler: bool = True, recorder: Recorder | None = None,
                  handle_sighup: bool = False, theme_dirs: list[Path] | None = None) -> None:
         super().__init__()
+        from gputui.ui.term_output import install
+
+        install()  # partial updates written from the first changed cell (#14 item 10)
         self.options = options or AppOptions()
         self.sampler: Sampler | None = sampler
         self._own_sampler = sampler is None  # we close what we opened, not what we were given

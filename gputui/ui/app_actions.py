@@ -84,6 +84,20 @@ class MonitorActions:
         self.push_screen(HistoryScreen(self.history, gpus[0] if gpus else 0, self.window_s,
                                        kept_s=self.history.capacity * interval))
 
+    def action_gpu_detail(self: GputuiApp) -> None:
+        """`i`: everything about one GPU (the selected process's GPU, else the first)."""
+        from gputui.ui.screens.gpu_detail import GpuDetailScreen
+
+        if isinstance(self.screen, GpuDetailScreen):
+            self.pop_screen()
+            return
+        snap = self.latest
+        selected = self.main.procs.selected_process()
+        gpus = [g.index for g in snap.gpus] if snap is not None else []
+        index = selected.gpu_index if selected is not None and selected.gpu_index in gpus \
+            else (gpus[0] if gpus else 0)
+        self.push_screen(GpuDetailScreen(snap, index))
+
     def action_toggle_compact(self: GputuiApp) -> None:
         self.main.toggle_compact()
 

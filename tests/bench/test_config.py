@@ -33,6 +33,7 @@ def test_gpu_config_of_a_cuda_run_is_read_by_the_runner(fake_nvml: Any) -> None:
         "gpu.0.pcie_gen": 4, "gpu.0.pcie_width": 8, "gpu.0.pcie_gen_max": 5,
         "gpu.0.pcie_width_max": 16, "gpu.0.power_limit_mw": 500000,
         "gpu.0.clock_sm_mhz": 1500, "gpu.0.clock_sm_max_mhz": 1980,
+        "gpu.0.clock_mem_max_mhz": 2619,
     })
     env = {**os.environ, "FAKE_WORKER_MODE": "cuda_timed", "PYTHONPATH": str(REPO)}
     result = BenchRun(make_spec("cnn-train", device="cuda"), env=env,
@@ -44,6 +45,8 @@ def test_gpu_config_of_a_cuda_run_is_read_by_the_runner(fake_nvml: Any) -> None:
     # A link trained down (gen 4 x8 in a gen 5 x16 slot) is exactly what to record.
     assert (gpu["pcie_gen"], gpu["pcie_width"]) == (4, 8)
     assert (gpu["pcie_gen_max"], gpu["pcie_width_max"]) == (5, 16)
+    # No NVML getter for locked clocks: the max clocks are what a lock is judged against.
+    assert (gpu["clock_sm_max_mhz"], gpu["clock_mem_max_mhz"]) == (1980, 2619)
     assert json.loads(json.dumps(result.to_dict()))["config"]["gpu"] == gpu
 
 

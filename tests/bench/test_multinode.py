@@ -98,6 +98,9 @@ def test_two_nodes_on_loopback_give_one_result_with_scaling(data_dir: Path) -> N
     s = doc["settings"]
     assert (s["world_size"], s["nnodes"], s["node_rank"]) == (2, 2, 0)
     assert s["rdzv_endpoint"] == f"127.0.0.1:{port}" and s["backend"] == "gloo"
+    # CPU ranks have no GPU: no UUIDs, no GPU-to-GPU topology, and no error for it.
+    assert s["rank_gpu_uuids"] == [None, None]
+    assert doc["config"]["topology"] is None
     per_rank = doc["extra"]["per_rank_samples_per_s"]
     assert len(per_rank) == 2 and all(r > 0 for r in per_rank)
     # Both ranks ran the same 3 steps of batch 2: 12 samples in all.
@@ -114,6 +117,7 @@ def test_two_nodes_on_loopback_give_one_result_with_scaling(data_dir: Path) -> N
     shown = gputui("bench", "show", doc["id"], env={"COLUMNS": "250"})
     assert "% efficient on 2 ranks" in shown.stdout and "per rank" in shown.stdout
     assert "of a step" in shown.stdout
+    assert "GPU topology" not in shown.stdout
 
 
 @needs_torch

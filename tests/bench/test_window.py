@@ -140,6 +140,38 @@ def test_recorder_reads_the_fake_nvml_through_the_sampler(fake_nvml: Any) -> Non
     assert w.throttle_reasons == ("sw_power_cap",) and w.throttled_fraction == 0.4
 
 
+def test_clocks_setting_reason_is_recorded_apart_from_throttling(fake_nvml: Any) -> None:
+    # Application (or, where the driver reports it so, locked) clocks for the whole run:
+    # reason 0x2 in every reading, the power cap (0x4) on top for 2 ≤ t < 4.
+    from gputui.telemetry.sampler import Sampler
+
+    fake_nvml.use({**SCENARIO, "gpu.0.throttle_reasons": "0x2",
+                   "gpu.0.during.throttle_reasons": "0x6"})
+    sampler = Sampler.open(interval=0.5, process_every=1_000_000, profile="throttle")
+    recorder = WindowRecorder(0)
+    sampler.subscribe(recorder)
+    try:
+        monos = []
+        for i in range(10):
+            fake_nvml.set_time(0.25 + 0.5 * i)
+            monos.append(sampler.tick().mono)
+    finally:
+        sampler.close()
+    w = window_stats(recorder.readings(), [(monos[0], monos[-1])])
+    assert w is not None and w.readings == 10
+    assert w.clocks_setting_fraction == 1.0
+    assert w.throttled_fraction == 0.4 and w.throttle_reasons == ("sw_power_cap",)
+    assert WindowStats.from_dict(w.to_dict()) == w
+    assert "clocks held by an application/locked-clocks setting 100 %" in (
+        window_words(w) or "")
+    plain = window_stats([Reading(t=0.0, throttle_mask=0x0)], [(0.0, 1.0)])
+    assert plain is not None and plain.clocks_setting_fraction == 0.0
+    assert "locked" not in (window_words(plain) or "")
+    # Results saved before this field load with it unknown, not 0.
+    old = {k: v for k, v in w.to_dict().items() if k != "clocks_setting_fraction"}
+    assert WindowStats.from_dict(old).clocks_setting_fraction is None
+
+
 def test_runner_stores_the_window_of_a_cuda_run(fake_nvml: Any) -> None:
     # Power-capped for the whole run (fake time frozen inside the capped span).
     fake_nvml.use(SCENARIO, frozen_time=3.0)

@@ -22,6 +22,7 @@ def test_ddp_two_gloo_ranks() -> None:
     assert s["world_size"] == 2 and s["backend"] == "gloo"
     assert s["threads"] == s["threads_per_rank"] == 1  # what each rank ran with
     assert s["threads_total"] == 2
+    assert s["rank_gpu_uuids"] == [None, None]  # gloo on the CPU: no GPU to name
     assert doc["steps"] == 4
     assert doc["samples"] == 4 * 2 * 2  # steps × per-rank batch × ranks
     ex = doc["extra"]

@@ -237,7 +237,7 @@ def test_hostile_process_argv_is_shown_escaped(tui: Start, fake_nvml_lib: FakeNv
     try:
         sc = derive_scenario("two_gpus", {"gpu.0.processes": f"{victim.pid}:1073741824"},
                              tmp_path / "hostile.conf")
-        session = tui(fake_nvml_lib.env(sc, base=isolated_env), width=200)
+        session = tui(fake_nvml_lib.env(sc, base=isolated_env), width=250)
         screen = session.wait_for(["NVIDIA A100-SXM4-80GB", str(victim.pid)], timeout=30)
         screen = session.wait_for("\\x1b]2;pwned\\x07", timeout=15)
         title = session.tmux("display-message", "-p", "-t", session.name,

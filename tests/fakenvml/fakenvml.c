@@ -256,7 +256,10 @@ typedef enum {
     X(nvmlDeviceGetNumGpuCores)                    \
     X(nvmlDeviceGetCudaComputeCapability)          \
     FAKENVML_DOCTOR_FUNCS(X)                       \
-    FAKENVML_GPM_FUNCS(X)
+    FAKENVML_GPM_FUNCS(X)                          \
+    FAKENVML_NVITOP_FUNCS(X)                       \
+    FAKENVML_MIG_FUNCS(X)                          \
+    FAKENVML_TOPO_FUNCS(X)
 
 /* GPM profiling counters (Hopper and newer) and the other per-tick extras. */
 #define FAKENVML_GPM_FUNCS(X)                      \
@@ -293,6 +296,29 @@ typedef enum {
     X(nvmlEventSetWait_v2)                         \
     X(nvmlEventSetFree)                            \
     X(nvmlDeviceGetP2PStatus)
+
+/* ---- nvitop support (benchmarks/tui_perf.py --compare nvitop): see the block at the end. */
+#define FAKENVML_NVITOP_FUNCS(X)                   \
+    X(nvmlDeviceGetDisplayActive)                  \
+    X(nvmlDeviceGetDriverModel_v2)                 \
+    X(nvmlDeviceGetDriverModel)
+
+/* ---- MIG (Multi-Instance GPU): see the MIG block at the end. */
+#define FAKENVML_MIG_FUNCS(X)                      \
+    X(nvmlDeviceGetMaxMigDeviceCount)              \
+    X(nvmlDeviceGetMigDeviceHandleByIndex)         \
+    X(nvmlDeviceIsMigDeviceHandle)                 \
+    X(nvmlDeviceGetGpuInstanceId)                  \
+    X(nvmlDeviceGetComputeInstanceId)              \
+    X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle) \
+    X(nvmlDeviceGetAttributes_v2)                  \
+    X(nvmlGpmMigSampleGet)
+
+/* ---- GPU-to-GPU topology (DDP benchmark results): see the TOPOLOGY block at the end. */
+#define FAKENVML_TOPO_FUNCS(X)                     \
+    X(nvmlDeviceGetTopologyCommonAncestor)         \
+    X(nvmlDeviceGetNvLinkRemotePciInfo_v2)         \
+    X(nvmlDeviceGetNvLinkRemoteDeviceType)
 
 #define X_ENUM(n) FN_##n,
 enum { FAKENVML_FUNCS(X_ENUM) FN_COUNT };
@@ -553,6 +579,23 @@ typedef struct {
     unsigned long long mem;
 } proc_t;
 
+/* ---- MIG: one MIG device of a GPU (gpu.N.mig.K.*; see the MIG block at the end).
+ * Numbers are stored +1 so that 0 means "not given" (the default applies). */
+#define FAKE_MIG_MAX 8
+#define FAKE_MIG_PROCS 16
+#define FAKE_MIG_GPM 8
+typedef struct {
+    int set;
+    char profile[32];
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    unsigned int gi, ci, sm_count;
+    unsigned long long mem_total, mem_used;
+    int nprocs;
+    proc_t procs[FAKE_MIG_PROCS];
+    double gpm[FAKE_MIG_GPM];
+    unsigned char gpm_set[FAKE_MIG_GPM];
+} fmig_t;
+
 typedef struct {
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
@@ -581,6 +624,21 @@ typedef struct {
     /* per-process utilization: gpu.N.process_util = pid:sm:mem:enc:dec,... */
     int nputil;
     unsigned int putil[MAX_PROCS][5];
+    /* MIG (the MIG block at the end) */
+    fmig_t mig[FAKE_MIG_MAX];
+    unsigned int mig_max; /* +1; 0: the default (7) */
+    unsigned int sm_count; /* 0: the default (108) */
+    /* GPU-to-GPU topology (the TOPOLOGY block at the end) */
+    int topo_nremote;    /* links listed in gpu.N.nvlink_remote */
+    int topo_remote[36]; /* per link (NVML_NVLINK_MAX_LINKS): peer GPU, -2 NVSwitch, -1 unknown */
+    int topo_nlevel;     /* devices listed in gpu.N.topology */
+    int topo_level[MAX_DEVICES]; /* common ancestor level with device j */
+    /* ---- CLOCK EVENTS: clock-change events (nvmlEventTypeClock), delivered to event
+     * sets at the given times (gpu.N.clock_events_at_s = 1.0, 1.2, 5); a device with
+     * none does not support the event type (as on every GPU since Kepler). */
+    int nclock;
+    double clock_at[32];
+    /* ---- end CLOCK EVENTS */
 } fdev_t;
 
 typedef struct {
@@ -839,6 +897,10 @@ static int apply_doctor_key(fdev_t *d, const char *key, const char *val);
 
 static int apply_extra_key(fdev_t *d, const char *key, char *val);
 
+static int apply_mig_key(fdev_t *d, const char *key, char *val); /* the MIG block */
+
+static int apply_topo_key(fdev_t *d, const char *key, char *val); /* the TOPOLOGY block */
+
 static int apply_device_key(fdev_t *d, const char *key, char *val)
 {
     int f;
@@ -848,6 +910,12 @@ static int apply_device_key(fdev_t *d, const char *key, char *val)
     int extra_rc = apply_extra_key(d, key, val);
     if (extra_rc != 1)
         return extra_rc;
+    int mig_rc = apply_mig_key(d, key, val);
+    if (mig_rc != 1)
+        return mig_rc;
+    int topo_rc = apply_topo_key(d, key, val);
+    if (topo_rc != 1)
+        return topo_rc;
     if (!strcmp(key, "name")) {
         snprintf(d->name, sizeof d->name, "%s", val);
         return 0;
@@ -1658,8 +1726,19 @@ EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 /* NVML: identity                                                           */
 /* ------------------------------------------------------------------------ */
 
+/* MIG device handles answer these calls for their instance (the MIG block at the end). */
+static int is_mig_handle(nvmlDevice_t h);
+static nvmlReturn_t mig_name(nvmlDevice_t device, char *name, unsigned int length);
+static nvmlReturn_t mig_uuid(nvmlDevice_t device, char *uuid, unsigned int length);
+static nvmlReturn_t mig_memory(nvmlDevice_t device, nvmlMemory_t *memory);
+static nvmlReturn_t mig_memory_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory);
+static nvmlReturn_t mig_procs(nvmlDevice_t device, unsigned int *infoCount,
+                              nvmlProcessInfo_t *infos, int graphics);
+
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
+    if (is_mig_handle(device))
+        return mig_name(device, name, length);
     DEV_PROLOGUE(nvmlDeviceGetName, U_NONE);
     (void)t;
     return leave(put_str(name, length, d->name));
@@ -1667,6 +1746,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned 
 
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
+    if (is_mig_handle(device))
+        return mig_uuid(device, uuid, length);
     DEV_PROLOGUE(nvmlDeviceGetUUID, U_NONE);
     (void)t;
     return leave(put_str(uuid, length, d->uuid));
@@ -1730,6 +1811,8 @@ static void mem_values(const fdev_t *d, double t, unsigned long long *total,
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
+    if (is_mig_handle(device))
+        return mig_memory(device, memory);
     DEV_PROLOGUE(nvmlDeviceGetMemoryInfo, U_MEMORY);
     if (!memory)
         return leave(NVML_ERROR_INVALID_ARGUMENT);
@@ -1744,6 +1827,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *m
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
+    if (is_mig_handle(device))
+        return mig_memory_v2(device, memory);
     DEV_PROLOGUE(nvmlDeviceGetMemoryInfo_v2, U_MEMORY);
     if (!memory)
         return leave(NVML_ERROR_INVALID_ARGUMENT);
@@ -2068,6 +2153,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                             unsigned int *infoCount,
                                                             nvmlProcessInfo_t *infos)
 {
+    if (is_mig_handle(device))
+        return mig_procs(device, infoCount, infos, 0);
     return procs_common(FN_nvmlDeviceGetComputeRunningProcesses_v3, U_PROCESSES, device,
                         infoCount, infos, 0);
 }
@@ -2076,6 +2163,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device
                                                              unsigned int *infoCount,
                                                              nvmlProcessInfo_t *infos)
 {
+    if (is_mig_handle(device))
+        return mig_procs(device, infoCount, infos, 1);
     return procs_common(FN_nvmlDeviceGetGraphicsRunningProcesses_v3, U_GRAPHICS_PROCESSES,
                         device, infoCount, infos, 1);
 }
@@ -2105,6 +2194,15 @@ typedef enum {
 #define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
 #define FAKE_SUPPORTED_EVENTS \
     (nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | nvmlEventTypeXidCriticalError)
+/* ---- CLOCK EVENTS (nvml.h: "Kepler only"): supported where the scenario gives times */
+#define nvmlEventTypeClock 0x0000000000000010ULL
+#define FAKE_CLOCK_EVENTS_MAX ((int)(sizeof ((fdev_t *)0)->clock_at / sizeof(double)))
+
+static unsigned long long supported_events(const fdev_t *d)
+{
+    return FAKE_SUPPORTED_EVENTS | (d->nclock > 0 ? nvmlEventTypeClock : 0ULL);
+}
+/* ---- end CLOCK EVENTS */
 
 typedef struct nvmlEventData_st {
     nvmlDevice_t device;
@@ -2120,12 +2218,35 @@ struct nvmlEventSet_st {
     unsigned long long mask[MAX_DEVICES];
     double registered_at[MAX_DEVICES];
     unsigned char delivered[MAX_DEVICES];
+    int clock_delivered[MAX_DEVICES]; /* CLOCK EVENTS: clock_at[] entries handed out */
 };
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
 /* Scenario keys: gpu.N.xid, gpu.N.xid_at_s, gpu.N.vbios_version.  1 = not a doctor key. */
 static int apply_doctor_key(fdev_t *d, const char *key, const char *val)
 {
+    /* ---- CLOCK EVENTS: gpu.N.clock_events_at_s = comma-separated seconds, ascending */
+    if (!strcmp(key, "clock_events_at_s")) {
+        const char *p = val;
+        d->nclock = 0;
+        while (*p) {
+            char *end;
+            double x = strtod(p, &end);
+            if (end == p || d->nclock >= FAKE_CLOCK_EVENTS_MAX ||
+                (d->nclock > 0 && x < d->clock_at[d->nclock - 1]))
+                return -1;
+            d->clock_at[d->nclock++] = x;
+            while (isspace((unsigned char)*end))
+                end++;
+            if (*end == ',')
+                end++;
+            else if (*end)
+                return -1;
+            p = end;
+        }
+        return d->nclock > 0 ? 0 : -1;
+    }
+    /* ---- end CLOCK EVENTS */
     if (!strcmp(key, "xid")) {
         unsigned long long x;
         if (parse_ull(val, &x))
@@ -2305,7 +2426,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
     DEV_PROLOGUE(nvmlDeviceGetSupportedEventTypes, U_EVENTS);
     if (!eventTypes)
         return leave(NVML_ERROR_INVALID_ARGUMENT);
-    *eventTypes = FAKE_SUPPORTED_EVENTS;
+    *eventTypes = supported_events(d);
     return leave(NVML_SUCCESS);
 }
 
@@ -2326,7 +2447,7 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
     DEV_PROLOGUE(nvmlDeviceRegisterEvents, U_EVENTS);
     if (!set)
         return leave(NVML_ERROR_INVALID_ARGUMENT);
-    if (eventTypes & ~FAKE_SUPPORTED_EVENTS)
+    if (eventTypes & ~supported_events(d))
         return leave(NVML_ERROR_NOT_SUPPORTED);
     int i = handle_index(device);
     set->mask[i] |= eventTypes;
@@ -2358,13 +2479,32 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
                 data->computeInstanceId = 0xFFFFFFFFu;
                 return leave(NVML_SUCCESS);
             }
+            /* ---- CLOCK EVENTS: each time in clock_at[] once, from registration on */
+            if (set->mask[i] & nvmlEventTypeClock) {
+                int *k = &set->clock_delivered[i];
+                while (*k < d->nclock && d->clock_at[*k] < set->registered_at[i])
+                    (*k)++; /* before registration: never reaches this set */
+                if (*k < d->nclock && t >= d->clock_at[*k]) {
+                    (*k)++;
+                    data->device = &g_handles[i];
+                    data->eventType = nvmlEventTypeClock;
+                    data->eventData = 0; /* nvml.h: 0 for every event but an XID */
+                    data->gpuInstanceId = 0xFFFFFFFFu;
+                    data->computeInstanceId = 0xFFFFFFFFu;
+                    return leave(NVML_SUCCESS);
+                }
+            }
+            /* ---- end CLOCK EVENTS */
         }
         double left_ms = (deadline - mono_now()) * 1000.0;
         if (left_ms <= 0.0)
             return leave(NVML_ERROR_TIMEOUT);
-        /* Wait without the lock so that other calls (and other threads) go on. */
+        /* Wait without the lock so that other calls (and other threads) go on. The real
+         * driver sleeps in the kernel until an event; the fake polls its scenario, every
+         * 100 ms so that a listener blocked here costs the monitor next to nothing
+         * (at 20 ms it cost 0.14 % of a core, which benchmarks/tui_perf.py counted). */
         pthread_mutex_unlock(&g_lock);
-        sleep_ms(left_ms < 20.0 ? (int)left_ms + 1 : 20);
+        sleep_ms(left_ms < 100.0 ? (int)left_ms + 1 : 100);
         pthread_mutex_lock(&g_lock);
         if (!g_scen || g_refcount <= 0)
             return leave(NVML_ERROR_UNINITIALIZED);
@@ -2463,7 +2603,11 @@ struct nvmlGpmSample_st {
     int filled;
     int idx;
     double t;
+    int mig_k; /* 0: the whole GPU; k + 1: MIG device k (nvmlGpmMigSampleGet) */
 };
+
+static nvmlReturn_t mig_metrics_get(nvmlGpmMetricsGet_t *mg, const struct nvmlGpmSample_st *a,
+                                    const struct nvmlGpmSample_st *b); /* the MIG block */
 
 /* metric id -> scenario field, name, unit; link metrics need gpu.N.nvlink = 1 */
 static const struct {
@@ -2555,6 +2699,7 @@ EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSam
     gpmSample->filled = 1;
     gpmSample->idx = handle_index(device);
     gpmSample->t = t;
+    gpmSample->mig_k = 0;
     return leave(NVML_SUCCESS);
 }
 
@@ -2572,6 +2717,8 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
         a->magic != GPM_SAMPLE_MAGIC || b->magic != GPM_SAMPLE_MAGIC || !a->filled ||
         !b->filled || a->idx != b->idx || a->idx >= g_scen->device_count)
         return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (a->mig_k || b->mig_k)
+        return mig_metrics_get(metricsGet, a, b);
     const fdev_t *d = &g_scen->dev[a->idx];
     double t = a->t > b->t ? a->t : b->t;
     for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
@@ -2958,3 +3105,644 @@ EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int l
     *isActive = link < 64 && ((down >> link) & 1ULL) ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
     return leave(NVML_SUCCESS);
 }
+
+/* ======================================================================== */
+/* BEGIN nvitop support                                                     */
+/* Reads nvitop 1.7 makes each tick that gputui does not: present so nvitop */
+/* runs against the fake as it would against a Linux driver (benchmarks/    */
+/* tui_perf.py --compare nvitop). Signatures and answers as in nvml.h.      */
+/* ======================================================================== */
+
+/* A data-centre GPU drives no display. */
+EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, nvmlEnableState_t *isActive)
+{
+    DEV_PROLOGUE(nvmlDeviceGetDisplayActive, U_NONE);
+    (void)t;
+    (void)d;
+    if (!isActive)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *isActive = NVML_FEATURE_DISABLED;
+    return leave(NVML_SUCCESS);
+}
+
+typedef enum { NVML_DRIVER_WDDM = 0, NVML_DRIVER_WDM = 1, NVML_DRIVER_MCDM = 2 } nvmlDriverModel_t;
+
+/* Windows only: NOT_SUPPORTED on Linux ("if the platform is not windows"). */
+static nvmlReturn_t driver_model(int fn, nvmlDevice_t device, nvmlDriverModel_t *current,
+                                 nvmlDriverModel_t *pending)
+{
+    fdev_t *d = NULL;
+    double t = 0.0;
+    nvmlReturn_t rc = dev_enter(fn, device, U_NONE, &d, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!current && !pending)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    return leave(NVML_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDriverModel_v2(nvmlDevice_t device, nvmlDriverModel_t *current,
+                                                nvmlDriverModel_t *pending)
+{
+    return driver_model(FN_nvmlDeviceGetDriverModel_v2, device, current, pending);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDriverModel(nvmlDevice_t device, nvmlDriverModel_t *current,
+                                             nvmlDriverModel_t *pending)
+{
+    return driver_model(FN_nvmlDeviceGetDriverModel, device, current, pending);
+}
+
+/* No nvmlDeviceGetConfComputeMemSizeInfo on purpose: nvitop takes a library that has
+ * it but lacks nvmlDeviceGetRunningProcessDetailList for one with the short-lived
+ * 32-byte v3 process struct, and would misread this fake's (standard, 24-byte) array. */
+
+/* ======================================================================== */
+/* END nvitop support                                                       */
+/* ======================================================================== */
+
+/* ======================================================================== */
+/* BEGIN MIG                                                                */
+/* Multi-Instance GPU: MIG device handles and what a MIG handle answers     */
+/* (name, UUID, memory, processes, attributes, instance ids), and GPM per   */
+/* GPU instance (nvmlGpmMigSampleGet). Signatures and layouts as in nvml.h. */
+/*                                                                          */
+/* Scenario keys (MIG is off unless gpu.N.mig_mode = 1):                    */
+/*   gpu.N.mig_max_devices      nvmlDeviceGetMaxMigDeviceCount (default 7)  */
+/*   gpu.N.sm_count             the whole GPU's SMs (attributes; dflt 108)  */
+/*   gpu.N.mig.K.profile        "1g.10gb": the name is "<gpu name> MIG 1g.10gb" */
+/*   gpu.N.mig.K.uuid           default MIG-00000000-0000-0000-00NN-0000000K */
+/*   gpu.N.mig.K.gpu_instance_id / compute_instance_id   (default K+1 / 0)  */
+/*   gpu.N.mig.K.sm_count       multiprocessorCount (default 14)            */
+/*   gpu.N.mig.K.mem_total / mem_used   bytes (default 10 GiB / 0)          */
+/*   gpu.N.mig.K.processes      pid:bytes,... (compute processes)           */
+/*   gpu.N.mig.K.gpm_<metric>   as gpu.N.gpm_<metric> for the % metrics;    */
+/*                              a metric not given answers NOT_SUPPORTED    */
+/* A MIG device K exists once any of its keys is given. "mig" in            */
+/* gpu.N.unsupported makes the parent's MIG queries NOT_SUPPORTED; listing  */
+/* these functions in not_found models a driver older than MIG (R450).      */
+/* ======================================================================== */
+
+static const unsigned int MIG_GPM_IDS[FAKE_MIG_GPM] = {1, 2, 3, 5, 10, 11, 12, 13};
+static const char *const MIG_GPM_KEYS[FAKE_MIG_GPM] = {
+    "gpm_graphics_util", "gpm_sm_util",   "gpm_sm_occupancy", "gpm_tensor_util",
+    "gpm_dram_bw_util",  "gpm_fp64_util", "gpm_fp32_util",    "gpm_fp16_util",
+};
+
+#define FAKE_MIG_HANDLES (MAX_DEVICES * FAKE_MIG_MAX)
+static struct nvmlDevice_st g_mig_handles[FAKE_MIG_HANDLES]; /* parent * FAKE_MIG_MAX + k */
+
+static int mig_of_handle(nvmlDevice_t h, int *parent, int *k)
+{
+    if (!h || h < g_mig_handles || h >= g_mig_handles + FAKE_MIG_HANDLES)
+        return 0;
+    int i = (int)(h - g_mig_handles);
+    *parent = i / FAKE_MIG_MAX;
+    *k = i % FAKE_MIG_MAX;
+    return 1;
+}
+
+static int is_mig_handle(nvmlDevice_t h)
+{
+    int p, k;
+    return mig_of_handle(h, &p, &k);
+}
+
+/* Keys gpu.N.mig_max_devices, gpu.N.sm_count, gpu.N.mig.K.*.  1 = not a MIG key. */
+static int apply_mig_key(fdev_t *d, const char *key, char *val)
+{
+    unsigned long long x;
+    if (!strcmp(key, "mig_max_devices") || !strcmp(key, "sm_count")) {
+        if (parse_ull(val, &x) || x > 0xFFFFFFFFull)
+            return -1;
+        if (key[0] == 'm')
+            d->mig_max = (unsigned int)x + 1; /* 0 stays "the default" */
+        else
+            d->sm_count = (unsigned int)x;
+        return 0;
+    }
+    if (strncmp(key, "mig.", 4))
+        return 1;
+    char *end;
+    long k = strtol(key + 4, &end, 10);
+    if (end == key + 4 || *end != '.' || k < 0 || k >= FAKE_MIG_MAX)
+        return 1;
+    fmig_t *m = &d->mig[k];
+    const char *f = end + 1;
+    if (!strcmp(f, "profile")) {
+        snprintf(m->profile, sizeof m->profile, "%s", val);
+    } else if (!strcmp(f, "uuid")) {
+        snprintf(m->uuid, sizeof m->uuid, "%s", val);
+    } else if (!strcmp(f, "processes")) {
+        proc_t tmp[MAX_PROCS];
+        int n;
+        if (parse_procs(val, tmp, &n) || n > FAKE_MIG_PROCS)
+            return -1;
+        memcpy(m->procs, tmp, sizeof m->procs[0] * (size_t)n);
+        m->nprocs = n;
+    } else if (!strncmp(f, "gpm_", 4)) {
+        int g;
+        for (g = 0; g < FAKE_MIG_GPM; g++)
+            if (!strcmp(MIG_GPM_KEYS[g], f))
+                break;
+        double v;
+        if (g == FAKE_MIG_GPM)
+            return 1;
+        if (parse_double(val, &v))
+            return -1;
+        m->gpm[g] = v;
+        m->gpm_set[g] = 1;
+    } else {
+        if (parse_ull(val, &x))
+            return -1;
+        if (!strcmp(f, "gpu_instance_id"))
+            m->gi = (unsigned int)x + 1;
+        else if (!strcmp(f, "compute_instance_id"))
+            m->ci = (unsigned int)x + 1;
+        else if (!strcmp(f, "sm_count"))
+            m->sm_count = (unsigned int)x + 1;
+        else if (!strcmp(f, "mem_total"))
+            m->mem_total = x + 1;
+        else if (!strcmp(f, "mem_used"))
+            m->mem_used = x;
+        else
+            return 1;
+    }
+    m->set = 1;
+    return 0;
+}
+
+/* Fields stored +1 so that 0 means "not given": the defaults. */
+static unsigned int mig_gi(const fmig_t *m, int k)
+{
+    return m->gi ? m->gi - 1 : (unsigned int)k + 1;
+}
+
+static unsigned int mig_ci(const fmig_t *m)
+{
+    return m->ci ? m->ci - 1 : 0;
+}
+
+static unsigned int mig_sms(const fmig_t *m)
+{
+    return m->sm_count ? m->sm_count - 1 : 14;
+}
+
+static unsigned long long mig_total(const fmig_t *m)
+{
+    return m->mem_total ? m->mem_total - 1 : 10737418240ULL;
+}
+
+static unsigned long long mig_used(const fmig_t *m)
+{
+    unsigned long long t = mig_total(m);
+    return m->mem_used > t ? t : m->mem_used;
+}
+
+/* The slices of a profile: the N of "Ng.XXgb" (1 when the name does not say). */
+static unsigned int mig_slices(const fmig_t *m)
+{
+    unsigned int n = (unsigned int)atoi(m->profile);
+    return n ? n : 1;
+}
+
+/* Lock, count, resolve a MIG handle to its parent's state (delay, lost, "mig"
+ * unsupported).  On failure unlocks. */
+static nvmlReturn_t mig_enter(int fn, nvmlDevice_t h, fdev_t **dout, fmig_t **mout, int *kout,
+                              double *t)
+{
+    nvmlReturn_t rc = enter(fn);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    int p, k;
+    if (!mig_of_handle(h, &p, &k) || p >= g_scen->device_count)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    rc = device_gate(p, t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    fdev_t *d = &g_scen->dev[p];
+    if (!value(d, F_MIG_MODE, *t) || !d->mig[k].set)
+        return leave(NVML_ERROR_INVALID_ARGUMENT); /* a handle whose instance is gone */
+    *dout = d;
+    *mout = &d->mig[k];
+    *kout = k;
+    return NVML_SUCCESS;
+}
+
+#define MIG_PROLOGUE(name)                                                  \
+    fdev_t *d = NULL;                                                       \
+    fmig_t *m = NULL;                                                       \
+    int k = 0;                                                              \
+    double t = 0.0;                                                         \
+    {                                                                       \
+        nvmlReturn_t rc_ = mig_enter(FN_##name, device, &d, &m, &k, &t);    \
+        if (rc_ != NVML_SUCCESS)                                            \
+            return rc_;                                                     \
+    }                                                                       \
+    (void)d;                                                                \
+    (void)m;                                                                \
+    (void)k;                                                                \
+    (void)t
+
+static nvmlReturn_t mig_name(nvmlDevice_t device, char *name, unsigned int length)
+{
+    MIG_PROLOGUE(nvmlDeviceGetName);
+    char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE + 48];
+    snprintf(buf, sizeof buf, "%s MIG %s", d->name, m->profile[0] ? m->profile : "1g.10gb");
+    return leave(put_str(name, length, buf));
+}
+
+static nvmlReturn_t mig_uuid(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+    MIG_PROLOGUE(nvmlDeviceGetUUID);
+    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    if (m->uuid[0])
+        snprintf(buf, sizeof buf, "%s", m->uuid);
+    else
+        snprintf(buf, sizeof buf, "MIG-00000000-0000-0000-%04x-%012x",
+                 (unsigned)(d - &g_scen->dev[0]), (unsigned)k);
+    return leave(put_str(uuid, length, buf));
+}
+
+static nvmlReturn_t mig_memory(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    MIG_PROLOGUE(nvmlDeviceGetMemoryInfo);
+    if (!memory)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    memory->total = mig_total(m);
+    memory->used = mig_used(m);
+    memory->free = memory->total - memory->used;
+    return leave(NVML_SUCCESS);
+}
+
+static nvmlReturn_t mig_memory_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+    MIG_PROLOGUE(nvmlDeviceGetMemoryInfo_v2);
+    if (!memory)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (memory->version != nvmlMemory_v2)
+        return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    memory->total = mig_total(m);
+    memory->reserved = 0;
+    memory->used = mig_used(m);
+    memory->free = memory->total - memory->used;
+    return leave(NVML_SUCCESS);
+}
+
+/* Compute processes of the instance, with its GPU/compute instance ids; no graphics. */
+static nvmlReturn_t mig_procs(nvmlDevice_t device, unsigned int *infoCount,
+                              nvmlProcessInfo_t *infos, int graphics)
+{
+    fdev_t *d = NULL;
+    fmig_t *m = NULL;
+    int k = 0;
+    double t = 0.0;
+    int fn = graphics ? FN_nvmlDeviceGetGraphicsRunningProcesses_v3
+                      : FN_nvmlDeviceGetComputeRunningProcesses_v3;
+    nvmlReturn_t rc = mig_enter(fn, device, &d, &m, &k, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!infoCount)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int n = graphics ? 0u : (unsigned int)m->nprocs;
+    if (*infoCount < n) {
+        *infoCount = n;
+        return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    if (n > 0 && !infos)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    for (unsigned int i = 0; i < n; i++) {
+        infos[i].pid = m->procs[i].pid;
+        infos[i].usedGpuMemory = m->procs[i].mem;
+        infos[i].gpuInstanceId = mig_gi(m, k);
+        infos[i].computeInstanceId = mig_ci(m);
+    }
+    *infoCount = n;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+    DEV_PROLOGUE(nvmlDeviceGetMaxMigDeviceCount, U_MIG);
+    if (!count)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    /* "Returns zero if MIG is not supported or enabled." */
+    *count = value(d, F_MIG_MODE, t) ? (d->mig_max ? d->mig_max - 1 : 7u) : 0u;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                        nvmlDevice_t *migDevice)
+{
+    DEV_PROLOGUE(nvmlDeviceGetMigDeviceHandleByIndex, U_MIG);
+    if (!migDevice)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (!value(d, F_MIG_MODE, t))
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    unsigned int max = d->mig_max ? d->mig_max - 1 : 7u;
+    if (index >= max || index >= FAKE_MIG_MAX)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (!d->mig[index].set)
+        return leave(NVML_ERROR_NOT_FOUND);
+    *migDevice = &g_mig_handles[(d - &g_scen->dev[0]) * FAKE_MIG_MAX + index];
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+{
+    nvmlReturn_t rc = enter(FN_nvmlDeviceIsMigDeviceHandle);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!isMigDevice)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (is_mig_handle(device)) {
+        *isMigDevice = 1;
+        return leave(NVML_SUCCESS);
+    }
+    if (handle_index(device) < 0)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *isMigDevice = 0;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+    MIG_PROLOGUE(nvmlDeviceGetGpuInstanceId);
+    if (!id)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *id = mig_gi(m, k);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+    MIG_PROLOGUE(nvmlDeviceGetComputeInstanceId);
+    if (!id)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *id = mig_ci(m);
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
+                                                                 nvmlDevice_t *device)
+{
+    fdev_t *d = NULL;
+    fmig_t *m = NULL;
+    int k = 0;
+    double t = 0.0;
+    nvmlReturn_t rc = mig_enter(FN_nvmlDeviceGetDeviceHandleFromMigDeviceHandle, migDevice, &d,
+                                &m, &k, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!device)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    *device = &g_handles[d - &g_scen->dev[0]];
+    return leave(NVML_SUCCESS);
+}
+
+typedef struct nvmlDeviceAttributes_st {
+    unsigned int multiprocessorCount;
+    unsigned int sharedCopyEngineCount;
+    unsigned int sharedDecoderCount;
+    unsigned int sharedEncoderCount;
+    unsigned int sharedJpegCount;
+    unsigned int sharedOfaCount;
+    unsigned int gpuInstanceSliceCount;
+    unsigned int computeInstanceSliceCount;
+    unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
+                                               nvmlDeviceAttributes_t *attributes)
+{
+    if (is_mig_handle(device)) {
+        MIG_PROLOGUE(nvmlDeviceGetAttributes_v2);
+        if (!attributes)
+            return leave(NVML_ERROR_INVALID_ARGUMENT);
+        memset(attributes, 0, sizeof *attributes);
+        attributes->multiprocessorCount = mig_sms(m);
+        attributes->sharedCopyEngineCount = mig_slices(m);
+        attributes->sharedDecoderCount = mig_slices(m) > 1 ? 1u : 0u;
+        attributes->gpuInstanceSliceCount = mig_slices(m);
+        attributes->computeInstanceSliceCount = mig_slices(m);
+        attributes->memorySizeMB = mig_total(m) / (1024ULL * 1024ULL);
+        return leave(NVML_SUCCESS);
+    }
+    DEV_PROLOGUE(nvmlDeviceGetAttributes_v2, U_NONE);
+    if (!attributes)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    memset(attributes, 0, sizeof *attributes);
+    attributes->multiprocessorCount = d->sm_count ? d->sm_count : 108u;
+    attributes->sharedCopyEngineCount = 7;
+    attributes->sharedDecoderCount = 5;
+    attributes->gpuInstanceSliceCount = 7;
+    attributes->computeInstanceSliceCount = 7;
+    attributes->memorySizeMB = value(d, F_MEM_TOTAL, t) / (1024ULL * 1024ULL);
+    return leave(NVML_SUCCESS);
+}
+
+/* GPM of one GPU instance: a sample on the parent handle naming the instance. */
+EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                        nvmlGpmSample_t gpmSample)
+{
+    DEV_PROLOGUE(nvmlGpmMigSampleGet, U_GPM);
+    if (!gpmSample || gpmSample->magic != GPM_SAMPLE_MAGIC)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (!value(d, F_GPM_SUPPORTED, t) || !value(d, F_MIG_MODE, t))
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    int found = -1;
+    for (int k = 0; k < FAKE_MIG_MAX && found < 0; k++)
+        if (d->mig[k].set && mig_gi(&d->mig[k], k) == gpuInstanceId)
+            found = k;
+    if (found < 0)
+        return leave(NVML_ERROR_NOT_FOUND);
+    if (t >= raw_value(d, F_GPM_BUSY_FROM_S, t) && t < raw_value(d, F_GPM_BUSY_UNTIL_S, t))
+        return leave((nvmlReturn_t)uvalue(d, F_GPM_BUSY_ERROR, t));
+    gpmSample->filled = 1;
+    gpmSample->idx = handle_index(device);
+    gpmSample->t = t;
+    gpmSample->mig_k = found + 1;
+    return leave(NVML_SUCCESS);
+}
+
+/* nvmlGpmMetricsGet on two MIG samples (lock held, samples checked): the instance's
+ * % metrics; device-wide ones (PCIe, NVLink) are NOT_SUPPORTED per instance. */
+static nvmlReturn_t mig_metrics_get(nvmlGpmMetricsGet_t *mg, const struct nvmlGpmSample_st *a,
+                                    const struct nvmlGpmSample_st *b)
+{
+    if (a->mig_k != b->mig_k)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    const fmig_t *m = &g_scen->dev[a->idx].mig[a->mig_k - 1];
+    for (unsigned int i = 0; i < mg->numMetrics; i++) {
+        nvmlGpmMetric_t *x = &mg->metrics[i];
+        x->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        x->value = 0.0;
+        x->metricInfo.shortName = x->metricInfo.longName = x->metricInfo.unit = NULL;
+        for (int g = 0; g < FAKE_MIG_GPM; g++) {
+            if (MIG_GPM_IDS[g] != x->metricId || !m->gpm_set[g])
+                continue;
+            double v = m->gpm[g];
+            x->value = v < 0.0 ? 0.0 : (v > 100.0 ? 100.0 : v);
+            x->nvmlReturn = NVML_SUCCESS;
+        }
+    }
+    return leave(NVML_SUCCESS);
+}
+
+/* ======================================================================== */
+/* END MIG                                                                  */
+/* ======================================================================== */
+
+/* ======================================================================== */
+/* TOPOLOGY: how GPUs reach each other (NVLink far ends, PCIe common        */
+/* ancestor), for the GPU-to-GPU topology of DDP benchmark results.         */
+/*   gpu.N.nvlink_remote = 1,1,switch,-   far end of each NVLink link: a    */
+/*                         GPU index, an NVSwitch, or - (unknown: the       */
+/*                         remote queries return NOT_SUPPORTED)             */
+/*   gpu.N.topology = 0,10,20,50          nvmlGpuTopologyLevel_t with each  */
+/*                         device j (unset: NOT_SUPPORTED)                  */
+/* ======================================================================== */
+
+typedef enum {
+    NVML_TOPOLOGY_INTERNAL = 0,
+    NVML_TOPOLOGY_SINGLE = 10,
+    NVML_TOPOLOGY_MULTIPLE = 20,
+    NVML_TOPOLOGY_HOSTBRIDGE = 30,
+    NVML_TOPOLOGY_NODE = 40,
+    NVML_TOPOLOGY_SYSTEM = 50
+} nvmlGpuTopologyLevel_t;
+
+typedef enum {
+    NVML_NVLINK_DEVICE_TYPE_GPU = 0x00,
+    NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01,
+    NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02,
+    NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF
+} nvmlIntNvLinkDeviceType_t;
+
+#define FAKE_TOPO_SWITCH (-2)
+#define FAKE_TOPO_UNKNOWN (-1)
+
+/* "1,1,switch,-" / "0,10,20": a list of ints (or the words above) into out[max].
+ * Returns the count, or -1 on a bad token. */
+static int topo_list(char *val, int *out, int max, int words)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(val, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok = trim(tok);
+        if (!*tok)
+            continue;
+        if (n >= max)
+            return -1;
+        long long x;
+        if (words && !strcmp(tok, "switch"))
+            out[n++] = FAKE_TOPO_SWITCH;
+        else if (words && !strcmp(tok, "-"))
+            out[n++] = FAKE_TOPO_UNKNOWN;
+        else if (!parse_ll(tok, &x) && x >= 0 && x <= (words ? MAX_DEVICES - 1 : 1000))
+            out[n++] = (int)x;
+        else
+            return -1;
+    }
+    return n;
+}
+
+static int apply_topo_key(fdev_t *d, const char *key, char *val)
+{
+    int n;
+    if (!strcmp(key, "nvlink_remote")) {
+        n = topo_list(val, d->topo_remote, 36, 1);
+        if (n < 0)
+            return -1;
+        d->topo_nremote = n;
+        return 0;
+    }
+    if (!strcmp(key, "topology")) {
+        n = topo_list(val, d->topo_level, MAX_DEVICES, 0);
+        if (n < 0)
+            return -1;
+        d->topo_nlevel = n;
+        return 0;
+    }
+    return 1;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device, nvmlDevice_t device2,
+                                                        nvmlGpuTopologyLevel_t *pathInfo)
+{
+    DEV_PROLOGUE(nvmlDeviceGetTopologyCommonAncestor, U_NONE);
+    (void)t;
+    int j = handle_index(device2);
+    if (j < 0 || !pathInfo)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (j >= d->topo_nlevel)
+        return leave(NVML_ERROR_NOT_SUPPORTED);
+    *pathInfo = (nvmlGpuTopologyLevel_t)d->topo_level[j];
+    return leave(NVML_SUCCESS);
+}
+
+/* The link's far end (lock held): SUCCESS with *peer, or the error a real GPU gives. */
+static nvmlReturn_t topo_far_end(const fdev_t *d, double t, unsigned int link, int *peer)
+{
+    unsigned int n = uvalue(d, F_NVLINK_LINKS, t);
+    if (n == 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= n)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if ((int)link >= d->topo_nremote || d->topo_remote[link] == FAKE_TOPO_UNKNOWN)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *peer = d->topo_remote[link];
+    if (*peer >= 0 && *peer >= g_scen->device_count)
+        return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
+                                                        nvmlPciInfo_t *pci)
+{
+    DEV_PROLOGUE(nvmlDeviceGetNvLinkRemotePciInfo_v2, U_NONE);
+    if (!pci)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    int peer;
+    nvmlReturn_t rc = topo_far_end(d, t, link, &peer);
+    if (rc != NVML_SUCCESS)
+        return leave(rc);
+    memset(pci, 0, sizeof *pci);
+    if (peer == FAKE_TOPO_SWITCH) {
+        /* an NVSwitch on its own bus (one per link group, like a real HGX board) */
+        pci->bus = 0xC0u + (link % 4u);
+        snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:00.0", pci->bus);
+        snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "0000:%02X:00.0", pci->bus);
+        return leave(NVML_SUCCESS);
+    }
+    const fdev_t *e = &g_scen->dev[peer];
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X",
+             e->pci_domain & 0xFFFFu, e->pci_bus & 0xFFu, e->pci_device & 0x1Fu,
+             e->pci_function & 0x7u);
+    snprintf(pci->busId, sizeof pci->busId, "%s", e->bus_id);
+    pci->domain = e->pci_domain;
+    pci->bus = e->pci_bus;
+    pci->device = e->pci_device;
+    pci->pciDeviceId = e->pci_device_id;
+    pci->pciSubSystemId = e->pci_subsystem_id;
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
+                                                        nvmlIntNvLinkDeviceType_t *pNvLinkDeviceType)
+{
+    DEV_PROLOGUE(nvmlDeviceGetNvLinkRemoteDeviceType, U_NONE);
+    if (!pNvLinkDeviceType)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    int peer;
+    nvmlReturn_t rc = topo_far_end(d, t, link, &peer);
+    if (rc != NVML_SUCCESS)
+        return leave(rc);
+    *pNvLinkDeviceType = peer == FAKE_TOPO_SWITCH ? NVML_NVLINK_DEVICE_TYPE_SWITCH
+                                                  : NVML_NVLINK_DEVICE_TYPE_GPU;
+    return leave(NVML_SUCCESS);
+}
+
+/* ======================================================================== */
+/* END TOPOLOGY                                                             */
+/* ======================================================================== */

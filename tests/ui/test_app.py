@@ -96,8 +96,8 @@ async def test_sorting_by_key_and_by_clicking_a_header() -> None:
         assert pids() == [100, 200, 300]  # default: GPU memory, biggest first
         await pilot.press("S")
         assert pids() == [300, 200, 100]
-        await pilot.press("s", "s")  # gpu_mem → cpu → time ... s cycles from gpu_mem to cpu
-        assert table.sort_column == "rss"
+        await pilot.press("s", "s")  # s cycles the columns in order: gpu_mem → sm_util → …
+        assert table.sort_column == "mem_util"
         table.set_sort("cpu")
         assert pids()[-1] == 200  # unknown CPU% sorts last, whichever the direction
         table.set_sort("cpu", reverse=False)
@@ -462,8 +462,10 @@ async def test_process_table_shows_full_values_even_if_drawn_before_measured() -
         await pilot.pause()
         rows = _table_rows(app)
         header, body = rows[0], rows[1:4]
-        assert header.split() == ["GPU", "PID", "USER", "GPU", "MEM▼", "CPU%", "RSS", "TIME",
-                                  "COMMAND"]
+        # The table is 120 cells wide here: DEC%, ENC% and CONTAINER (the first to go)
+        # made room for COMMAND.
+        assert header.split() == ["GPU", "PID", "USER", "GPU", "MEM▼", "SM%", "MEM%", "CPU%",
+                                  "RSS", "TIME", "COMMAND"]
         big, pid5150, small = body
         assert " 4194303 " in big and "1023.5GiB" in big and "1000.0GiB" in big
         assert " averyveryve… " in big  # USER capped, cut with an ellipsis, not wrapped
@@ -472,7 +474,9 @@ async def test_process_table_shows_full_values_even_if_drawn_before_measured() -
         assert len(big) == table.region.width - 2
         assert " 5150 " in pid5150 and "60.0GiB" in pid5150 and "alice" in pid5150
         assert "python train.py --run 5150" in pid5150 and "1h05m" in pid5150
-        assert small.split() == ["1", "7", "N/A", "512MiB", "N/A", "N/A", "N/A", "N/A"]
+        # No per-process sample: "—"; no host-side facts: N/A.
+        assert small.split() == ["1", "7", "N/A", "512MiB", "—", "—", "N/A", "N/A", "N/A",
+                                 "N/A"]
         # Sorting rewrites the labels (sort mark); the values stay whole.
         table.set_sort("pid")
         await pilot.pause()
@@ -631,7 +635,10 @@ async def test_process_table_fits_80_columns_after_a_resize(start: tuple[int, in
         feed(sampler, 0, 3, two_gpus)
         await pilot.pause()
         table = app.query_one(ProcessTable)
-        assert table.shown_columns[-3:] == ("rss", "time", "command")
+        # CONTAINER (dropped before RSS and TIME) fits only in the wider one.
+        wide = ("rss", "time", "container", "command") if start[0] > 200 else ("rss", "time",
+                                                                                 "command")
+        assert table.shown_columns[-len(wide):] == wide
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         feed(sampler, 3, 4, two_gpus)

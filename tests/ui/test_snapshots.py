@@ -51,9 +51,9 @@ def check_snapshot(app: GputuiApp, name: str, tmp_path: Path) -> None:
 
 
 async def shoot(size: tuple[int, int], make: object, until: int, name: str,
-                tmp_path: Path) -> None:
+                tmp_path: Path, theme: str | None = None) -> None:
     sampler = Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+    app = GputuiApp(AppOptions(theme=theme), sampler=sampler, start_sampler=False)
     async with app.run_test(size=size) as pilot:
         feed(sampler, 0, until, make)
         await pilot.pause()
@@ -81,3 +81,21 @@ async def test_snapshot_compact_80x24(tmp_path: Path) -> None:
         return snap(t, [throttled(0, t) if t >= 70 else gpu(0, t), gpu(1, t)], PROCS)
 
     await shoot((80, 24), make, 90, "compact_80x24", tmp_path)
+
+
+def four_gpus(t: int):
+    """The main screen's hard case: GPU 0 thermal-throttling from 60 s, GPU 1 lost at
+    80 s, GPU 2 busy with few SMs active (GPM verdict), GPU 3 without GPM counters."""
+    return snap(t, [throttled(0, t) if t >= 60 else gpu(0, t),
+                    lost(1) if t >= 80 else gpu(1, t),
+                    gpu(2, t, util_gpu_pct=97, sm_active_pct=20.0 + t % 7,
+                        tensor_active_pct=0.0),
+                    gpu(3, t)], PROCS)
+
+
+@pytest.mark.parametrize("theme", ("gputui-dark", "gputui-light", "gputui-high-contrast"))
+@pytest.mark.parametrize("size", ((80, 24), (120, 40)))
+async def test_snapshot_main_screen_in_each_theme(size: tuple[int, int], theme: str,
+                                                  tmp_path: Path) -> None:
+    name = f"main_{theme.removeprefix('gputui-')}_{size[0]}x{size[1]}"
+    await shoot(size, four_gpus, 120, name, tmp_path, theme=theme)

@@ -61,3 +61,62 @@ def test_state_in_words_with_symbols() -> None:
     assert state(lost(1), None, T0).text.startswith("✖ GPU is lost")
     assert state(gpu(0, throttle_mask=0x1), None, T0).text == "✓ not throttled (GPU idle)"
     assert state(gpu(0, throttle_mask=None), None, T0).severity is None
+
+
+def test_each_graph_says_its_fixed_scale_with_units() -> None:
+    from gputui.ui.widgets.gpu_view import scale_lines, scale_text
+
+    g = gpu(0)
+    shown = {m: scale_text(m, metric_scale(g, m)) for m in (
+        "util_gpu_pct", "sm_active_pct", "mem_used_bytes", "power_w", "temp_c",
+        "clock_sm_mhz")}
+    assert shown == {"util_gpu_pct": "0–100%", "sm_active_pct": "0–100%",
+                     "mem_used_bytes": "0–80G", "power_w": "0–400W", "temp_c": "0–92°C",
+                     "clock_sm_mhz": "0–1980MHz"}
+    assert scale_text("power_w", None) == "scale N/A"
+    # A graph three rows tall: the top value on top, 0 at the bottom.
+    assert scale_lines("power_w", 400.0, 3) == "400W\n\n0"
+    assert scale_lines("power_w", 400.0, 1) == "0–400W"
+
+
+def test_the_time_axis_says_how_long_ago() -> None:
+    from gputui.ui.widgets.gpu_view import ago_text
+    from gputui.ui.widgets.sparkline import time_axis
+
+    assert [ago_text(s) for s in (60, 300, 900, 3600, 150, 45)] == [
+        "−1m", "−5m", "−15m", "−1h", "−2m30s", "−45s"]
+    line = time_axis(300, 40)
+    assert len(line) == 40 and line.startswith("−5m ") and line.endswith(" now")
+    assert line[20 - 3:20 + 3] == "−2m30s"  # the middle of the window, in the middle
+    assert time_axis(300, 8) == "−5m  now"
+    assert time_axis(300, 5) == "  now"  # too narrow for both ends: "now" only
+
+
+def test_compact_columns_fill_the_width_and_keep_every_headline_metric() -> None:
+    from gputui.ui.widgets.gpu_row import header_text, row_columns
+
+    headline = {"util_gpu_pct", "sm_active_pct", "util_mem_pct", "mem_used_bytes",
+                "power_w", "temp_c", "clock_sm_mhz", "history", "state"}
+    for width in (60, 78, 80, 100, 107, 108, 120, 160, 200):
+        cols = row_columns(width)
+        # Below 79 columns (the doctor's side box) no history, SM active or MEMC.
+        want = headline if width >= 79 else headline - {"history", "sm_active_pct",
+                                                         "util_mem_pct"}
+        assert want <= {c.key for c in cols}, width
+        assert sum(c.width + 1 for c in cols) == width  # one space before each column
+        state_w = next(c for c in cols if c.key == "state").width
+        assert state_w >= (18 if width >= 80 else 16)  # "⚠ HW thermal 3m12s", "… 59s"
+    assert header_text(80, 300).split() == ["#", "GPU", "−5m…now", "SMact", "MEMC", "VRAM",
+                                            "PWR", "TEMP", "SM", "clk", "state"]
+    assert "util −15m…now" in header_text(200, 900)
+
+
+def test_the_gpm_marker_only_when_the_verdict_speaks() -> None:
+    from gputui.ui.widgets.gpu_view import gpm_marker
+
+    assert gpm_marker(gpu(0, util_gpu_pct=98, sm_active_pct=22.0)) == "◇ SMs mostly idle"
+    assert gpm_marker(gpu(0, util_gpu_pct=98, sm_active_pct=90.0, tensor_active_pct=0.0,
+                          fp32_active_pct=40.0)) == "◇ fp32, tensor idle"
+    assert gpm_marker(gpu(0, util_gpu_pct=98, sm_active_pct=90.0)) is None
+    assert gpm_marker(gpu(0, util_gpu_pct=30, sm_active_pct=5.0)) is None  # not busy
+    assert gpm_marker(gpu(0, util_gpu_pct=98)) is None  # no GPM counters: nothing to say

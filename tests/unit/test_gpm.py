@@ -36,6 +36,10 @@ H100_EXPECTED = {
 def _open(fake_nvml: FakeNvml, scenario: object) -> NvmlSource:
     fake_nvml.use(scenario)  # type: ignore[arg-type]
     src = NvmlSource()
+    # GPM pairs closer than gpm.MIN_SAMPLE_GAP_S are not taken: a clock that moves a
+    # second per reading stands for a 1 Hz monitor.
+    ticks = iter(range(1000, 100000))
+    src.gpm_clock = lambda: float(next(ticks))  # type: ignore[method-assign]
     src.open()
     return src
 
@@ -115,6 +119,7 @@ def test_counters_held_by_another_profiler_said_once_and_backed_off(
     clock[0] += 2 * gpm.BACKOFF_FIRST_S
     (g0,), _ = src.read()
     assert g0.gpm_note is None and g0.sm_active_pct is None
+    clock[0] += 1.0
     (g0,), _ = src.read()
     assert g0.sm_active_pct == 40.0
     snap = Snapshot(time=datetime(2026, 11, 23, 4, 1, tzinfo=UTC), mono=60.0,
@@ -162,3 +167,26 @@ def test_a_metric_in_error_or_without_data_is_null() -> None:
 def test_verdict_in_words(util: float, sm: float | None, tensor: float | None,
                           fp32: float | None, want: str | None) -> None:
     assert gpm.verdict(util, sm, tensor, fp32) == want
+
+
+def test_a_pair_closer_than_the_minimum_gap_keeps_the_previous_figures(
+        fake_nvml: FakeNvml) -> None:
+    """On a real H100 two GPM samples 50 ms apart read all zeros: a tick that comes sooner
+    than gpm.MIN_SAMPLE_GAP_S after the last sample takes none and keeps the figures."""
+    src = _open(fake_nvml, "gpm")
+    clock = [1000.0]
+    src.gpm_clock = lambda: clock[0]  # type: ignore[method-assign]
+    src.read()
+    clock[0] += 1.0
+    (g0, _), _ = src.read()
+    assert g0.sm_active_pct == 22.5
+    calls = fake_nvml.count_for("nvmlGpmSampleGet")
+    fake_nvml.set_time(60)  # the fake's counters move on ...
+    clock[0] += gpm.MIN_SAMPLE_GAP_S / 2  # ... but too soon for a new pair
+    (soon0, _), _ = src.read()
+    assert fake_nvml.count_for("nvmlGpmSampleGet") == calls
+    assert soon0.sm_active_pct == 22.5  # the previous figure, not None and not 0
+    clock[0] += gpm.MIN_SAMPLE_GAP_S
+    src.read()
+    assert fake_nvml.count_for("nvmlGpmSampleGet") == calls + 1  # sampled again (GPU 1: no GPM)
+    src.close()

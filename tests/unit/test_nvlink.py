@@ -24,6 +24,8 @@ H100_LINKS = (
 def test_links_states_and_rates(fake_nvml: FakeNvml) -> None:
     fake_nvml.use("gpm")
     src = NvmlSource(fields=ALL_FIELDS)
+    ticks = iter(range(1000, 2000))  # a second per reading (GPM pairs need a gap)
+    src.gpm_clock = lambda: float(next(ticks))  # type: ignore[method-assign]
     src.open()
     (g0, g1), _ = src.read()
     # First reading: states known, rates need a second GPM sample.

@@ -43,16 +43,28 @@ def test_an_older_driver_uses_the_older_call(fake_nvml: FakeNvml) -> None:
     assert fake_nvml.count_for("nvmlDeviceGetProcessUtilization") == 2
 
 
-def test_no_new_sample_is_null_and_last_seen_moves_on(fake_nvml: FakeNvml) -> None:
+def test_no_new_sample_keeps_the_last_for_a_while_then_null(
+        fake_nvml: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a real H100 a reading 0.3 s after the last one often finds no new process
+    sample (NOT_FOUND): the last sample stands for PROCESS_UTIL_KEEP_S, then "—"."""
+    from gputui.telemetry.nvml import source as source_mod
+    from gputui.telemetry.nvml.common import PROCESS_UTIL_KEEP_S
+
+    clock = [100.0]
+    monkeypatch.setattr(source_mod.time, "monotonic", lambda: clock[0])
     fake_nvml.use(PROCS, frozen_time=1.0)
     src = NvmlSource(process_every=1, fields=ALL_FIELDS)
     src.open()
     _, procs = src.read()
     assert {p.pid: p.sm_util_pct for p in procs}[4242] == 71
+    clock[0] += 1.0
     _, procs = src.read()  # the driver sampled nothing since: NOT_FOUND
+    assert {p.pid: p.sm_util_pct for p in procs}[4242] == 71
+    clock[0] += PROCESS_UTIL_KEEP_S
+    _, procs = src.read()  # still nothing new, and the last sample is too old now
     assert {p.pid: p.sm_util_pct for p in procs}[4242] is None
     fake_nvml.set_time(2.0)
-    _, procs = src.read()
+    _, procs = src.read()  # last-seen moved on: the new sample is found
     assert {p.pid: p.sm_util_pct for p in procs}[4242] == 71
     src.close()
 

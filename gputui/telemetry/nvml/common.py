@@ -21,11 +21,19 @@ T = TypeVar("T")
 # the link for ~20 ms per call).
 ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "energy",
                         "clock_mem", "gpm", "mem_temp", "codec", "pcie_replay", "remap",
-                        "power_samples", "util_samples", "process_util", "nvlink"})
+                        "power_samples", "util_samples", "process_util", "nvlink", "mig"})
 # What the live monitor draws: ECC, memory temperature, row remapping and XID/ECC events
-# feed its alerts. GPM, the sub-second power samples and per-process utilization are not
-# drawn by the monitor yet, so it does not pay for them (a recording keeps them).
-MONITOR_FIELDS = frozenset({"ecc", "mem_temp", "remap", "events"})
+# feed its alerts. GPM gives the "SM active" figure beside GPU util in every panel and
+# row.
+# Per-process utilization feeds the process table's SM% / MEM% / ENC% / DEC% columns
+# (two calls per GPU with the process list, every few ticks). The GPU detail screen (`i`)
+# shows the PCIe link, PCIe replays, NVLink link states and violation counters (slow
+# ticks, every 10 s) and the memory clock (one call a tick): ~3 µs per GPU and tick.
+# The driver's sub-second power samples give each tick's min and max draw: the PWR
+# sparkline and the history view draw the max, so spikes between ticks show.
+MONITOR_FIELDS = frozenset({"ecc", "mem_temp", "remap", "events", "mig", "process_util",
+                            "gpm", "pcie_link", "pcie_replay", "nvlink", "violation",
+                            "clock_mem", "power_samples"})
 # Named profiles, so that a consumer (the TUI) chooses by name without importing this
 # module: a recording keeps everything but PCIe throughput.
 PROFILE_FIELDS = {
@@ -38,6 +46,9 @@ PROFILE_FIELDS = {
     "throttle": frozenset({"clock_mem"}),
 }
 
+
+# How long a process's last utilization sample stands when the driver has no newer one.
+PROCESS_UTIL_KEEP_S = 5.0
 
 # nvmlDeviceGetFieldValues ids (nvml.h) and how each value type is read from the union.
 FI_DEV_MEMORY_TEMP = 82
@@ -116,6 +127,10 @@ class _Device:
     retired: tuple[int, int, bool] | None = None
     nvlink_states: tuple[bool, ...] | None = None  # per link: active
     sample_seen: dict[int, int] = field(default_factory=dict)  # sampling type → last µs
+    # pid → (monotonic time read, (SM, memory, encoder, decoder %)): the latest sample
+    process_util: dict[int, tuple[float, tuple[int, int, int, int]]] = field(
+        default_factory=dict)
+    mig: Any = None  # mig_reads.MigState once MIG mode was asked (once per open)
 
 
 @dataclass
@@ -130,3 +145,5 @@ class _GpmSession:
     links: int = 0  # NVLink links whose per-link rates the request asks for
     link_rates: list[tuple[float | None, float | None]] | None = None  # (TX, RX) B/s
     backoff: gpm.GpmBackoff = field(default_factory=gpm.GpmBackoff)
+    sampled_at: float | None = None  # gpm_clock() of the sample in the other buffer
+    last: dict[str, Any] = field(default_factory=dict)  # the figures of the last pair

@@ -1,5 +1,10 @@
-"""XID and ECC events: one listener thread per NVML session, blocked in
-nvmlEventSetWait."""
+"""XID, ECC and clock-change events: one listener thread per NVML session, blocked in
+nvmlEventSetWait.
+
+A device is registered for the subset of MONITOR_EVENTS that
+nvmlDeviceGetSupportedEventTypes reports: nvml.h documents the clock-change event
+(nvmlEventTypeClock) as Kepler only, so on newer GPUs only XID and ECC events arrive and
+the polled clocks-event reasons (gputui.telemetry.throttle) tell of clock changes."""
 
 from __future__ import annotations
 
@@ -18,8 +23,9 @@ from gputui.telemetry.nvml.common import (
 )
 
 # NVML event bits a watcher can listen for, and the kind each becomes.
-EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit"}
-MONITOR_EVENTS = 0x8 | 0x1 | 0x2
+EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit",
+               pynvml.nvmlEventTypeClock: "clock_change"}
+MONITOR_EVENTS = 0x8 | 0x1 | 0x2 | pynvml.nvmlEventTypeClock
 
 if TYPE_CHECKING:  # the source imports this module: annotations only
     from gputui.telemetry.nvml.source import NvmlSource
@@ -38,7 +44,6 @@ class XidWatcher:
         self._poll_ms = poll_ms
         self._on_event = on_event
         self._mask = mask
-        self._taken = 0  # events handed out by take()
         self._set: Any = None
         self._by_handle: dict[int | None, int] = {}
         self._events: list[XidEvent] = []
@@ -97,7 +102,8 @@ class XidWatcher:
                 self._on_event(event)
 
     def stop(self, timeout_s: float | None = None) -> tuple[XidEvent, ...]:
-        """Stop listening (after reading what has arrived) and return every event seen."""
+        """Stop listening (after reading what has arrived) and return every event seen
+        and not handed out by `take`."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout_s if timeout_s is not None
@@ -131,8 +137,10 @@ class XidWatcher:
         return True
 
     def take(self) -> tuple[XidEvent, ...]:
-        """The events that arrived since the last take (one consumer: the sampler)."""
-        n = len(self._events)  # the list only grows, appended on the watcher's thread
-        new = tuple(self._events[self._taken:n])
-        self._taken = n
+        """The events that arrived since the last take (one consumer: the sampler), which
+        the watcher then forgets: a monitor listens for days, and a GPU that reports clock
+        changes can send many (they live on in the snapshots and recordings)."""
+        n = len(self._events)  # appended on the watcher's thread, only ever at the end
+        new = tuple(self._events[:n])
+        del self._events[:n]  # one list operation: an append meanwhile lands after it
         return new

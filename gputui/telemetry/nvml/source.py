@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pynvml
 
+from gputui.telemetry import gpm
 from gputui.telemetry.model import (
     DeviceInfo,
     GpuEvent,
@@ -22,6 +23,7 @@ from gputui.telemetry.model import (
 )
 from gputui.telemetry.nvml.common import (
     ALL_FIELDS,
+    PROCESS_UTIL_KEEP_S,
     NvmlUnavailable,
     T,
     _Device,
@@ -32,14 +34,16 @@ from gputui.telemetry.nvml.common import (
 )
 from gputui.telemetry.nvml.events import MONITOR_EVENTS, XidWatcher
 from gputui.telemetry.nvml.extras import ExtraReads
+from gputui.telemetry.nvml.mig_reads import MigReads
 from gputui.telemetry.units import cuda_version_str, kbps_to_bps, mj_to_j, mw_to_w
 
 
-class NvmlSource(ExtraReads):
+class NvmlSource(ExtraReads, MigReads):
     """Reads NVIDIA GPUs through NVML. Call from one thread (the sampler's)."""
 
     # The clock of the GPM back-off (a test replaces it to step over the wait).
     gpm_clock: Callable[[], float] = staticmethod(time.monotonic)
+    gpm_min_gap_s: float = gpm.MIN_SAMPLE_GAP_S
 
     def __init__(self, *, process_every: int = 5, slow_every: int = 10,
                  fields: Iterable[str] = ALL_FIELDS) -> None:
@@ -128,6 +132,7 @@ class NvmlSource(ExtraReads):
             self._open = False
             for dev in self._devs:
                 self._gpm_free(dev)
+                self._mig_free(dev)
             if self.events is not None:
                 # Bounded: a monitor's exit must not wait long on a stuck event wait.
                 self.events.stop(timeout_s=1.0)
@@ -340,6 +345,7 @@ class NvmlSource(ExtraReads):
             violation_thermal_frac=dev.violation_thermal_frac,
             **(self._read_gpm(dev) if "gpm" in self.fields else {}),
             **self._read_extras(dev),
+            mig_devices=self._read_mig(dev) if "mig" in self.fields else (),
         )
 
     def _read_slow(self, dev: _Device) -> None:
@@ -430,18 +436,23 @@ class NvmlSource(ExtraReads):
             dev, "process_util",
             lambda: pynvml.nvmlDeviceGetProcessesUtilizationInfo(h, seen),
             lambda: pynvml.nvmlDeviceGetProcessUtilization(h, seen))
-        if not samples:
-            return {}
-        out: dict[int, tuple[int, int, int, int]] = {}
+        now = time.monotonic()
+        # The driver samples processes coarsely: a read soon after the last one often
+        # finds nothing new (NOT_FOUND), so each pid keeps its latest sample for
+        # PROCESS_UTIL_KEEP_S — seen as "—" after that, never as a stale figure.
+        kept = {pid: v for pid, v in dev.process_util.items()
+                if now - v[0] <= PROCESS_UTIL_KEEP_S}
         latest: dict[int, int] = {}
-        for smp in samples:
+        for smp in samples or ():
             pid, ts = int(smp.pid), int(smp.timeStamp)
             if ts >= latest.get(pid, -1):
                 latest[pid] = ts
-                out[pid] = (int(smp.smUtil), int(smp.memUtil), int(smp.encUtil),
-                            int(smp.decUtil))
-        dev.sample_seen[-1] = max(latest.values())  # -1: the process samples' key
-        return out
+                kept[pid] = (now, (int(smp.smUtil), int(smp.memUtil), int(smp.encUtil),
+                                   int(smp.decUtil)))
+        if latest:
+            dev.sample_seen[-1] = max(latest.values())  # -1: the process samples' key
+        dev.process_util = kept
+        return {pid: v for pid, (_, v) in kept.items()}
 
     # --- helpers for other layers --------------------------------------------------------
 

@@ -28,6 +28,7 @@ from gputui.errors import GputuiError
 from gputui.safe_text import printable
 from gputui.ui.messages import SnapshotShown
 from gputui.ui.widgets.gpu_panel import GpuFrame, GpuRow
+from gputui.ui.widgets.gpu_row import RowsHeader
 
 STAGES = (Stage.CONFIG, Stage.HEALTH, Stage.PERFORMANCE, Stage.EVENTS)
 STATUS_STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red",
@@ -235,6 +236,8 @@ class DoctorScreen(Screen[None]):
         for g in snap.gpus:
             row = self._rows.get(g.index)
             if row is None:
+                if not self._rows:  # the rows' column titles, over the first one
+                    box.mount(RowsHeader())
                 row = self._rows[g.index] = GpuRow(g.info, id=f"doctor-row-{g.index}")
                 box.mount(row)
             row.update_frame(GpuFrame(g, ongoing.get(g.index), snap.time, history, seconds))

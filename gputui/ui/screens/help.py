@@ -22,6 +22,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("d", "doctor: configuration and health checks of every GPU (r again, x stop)",
      "General"),
     ("h", "history: line charts of one GPU (w window, n/p next/previous GPU)", "View"),
+    ("i", "GPU info: everything NVML gives for one GPU (n/p next/previous GPU)", "View"),
     ("c", "compact / full GPU panels (automatic by size until pressed)", "View"),
     ("w", "history window: 1 / 5 / 15 min", "View"),
     ("t", "next theme", "View"),

@@ -14,6 +14,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
 
+from gputui.safe_text import printable
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.history import TickBuckets
 from gputui.telemetry.model import Snapshot
@@ -42,6 +43,7 @@ class MonitorScreen(Screen[None]):
         # GPU index → metric → the last known top of its sparkline (see GpuFrame.scales).
         self._scales: dict[int, dict[str, float]] = {}
         self._release_timer: Timer | None = None
+        self._gpm_notice: str | None = None
 
     def compose(self) -> ComposeResult:
         yield AppHeader(id="header")
@@ -90,6 +92,8 @@ class MonitorScreen(Screen[None]):
             self.set_host_only(snap.nvml_error)
         elif self.host_only_reason is not None and snap.gpus:
             self.set_host_only(None)
+        if self.host_only_reason is None:
+            self.show_gpm_note(snap)
         infos = tuple(g.info for g in snap.gpus)
         if tuple(i.index for i in infos) != self.gpus.indices:
             async with self._mount_lock:  # two frames must not both mount panels
@@ -126,6 +130,22 @@ class MonitorScreen(Screen[None]):
         self._procs_shown_at = now
         self.procs.update_processes(snap.processes, now)
 
+    def show_gpm_note(self, snap: Snapshot) -> None:
+        """Why SM active is missing (another profiler holds the counters): one line for
+        all the GPUs it concerns, shown while it lasts — not a toast per GPU and tick."""
+        notes: dict[str, list[int]] = {}
+        for g in snap.gpus:
+            if g.gpm_note:
+                notes.setdefault(g.gpm_note, []).append(g.index)
+        text = None
+        if notes:
+            note, gpus = next(iter(notes.items()))
+            which = "GPU " + ", ".join(map(str, gpus))
+            text = f"ⓘ {which}: {printable(note)}"
+        if text != self._gpm_notice:
+            self._gpm_notice = text
+            self.set_notice(text, "warning")
+
     def set_notice(self, text: str | None, severity: str | None = None) -> None:
         self.notice.display = text is not None
         if text is not None:
@@ -154,7 +174,7 @@ class MonitorScreen(Screen[None]):
         lay = layout_for(width, height, len(area.indices) if n is None else n)
         compact = lay.compact if self.compact_override is None else self.compact_override
         was = area.compact
-        area.set_layout(compact, lay.columns, lay.spark_rows)
+        area.set_layout(compact, lay.columns, lay.spark_rows, lay.row_lines)
         if compact != was:
             self.show_gpus()  # the other kind of widget was not kept up to date
 

@@ -1,127 +1,197 @@
-"""Benchmark pane drawings: throughput over time and the per-phase split of a training step.
+"""Benchmark pane drawings: throughput over time and the sweep's throughput against p90
+latency (textual-plotext line charts with labelled axes and units), and the per-phase
+split of a training step (a cheap `render_line` bar).
 
-Both draw with `render_line` (no child widgets) and repaint only when what they would
-draw changed, like the monitor's sparklines.
+Each chart is handed its data (`set_data` / `set_points`) and redraws only when it
+changed; what it was handed stays readable (`series`, `curve`) for tests and callers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from rich.segment import Segment
-from rich.style import Style
+from rich.text import Text
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
+from textual_plotext import PlotextPlot
 
-from gputui.bench.fmt import fmt_num, fmt_phase_ms
-from gputui.ui.widgets.sparkline import sparkline_rows
+from gputui.bench.fmt import fmt_phase_ms
+from gputui.safe_text import printable
 
-AXIS_W = 9  # "  1,234.5┤"
-
-
-def bucket(values: Sequence[float], flags: Sequence[bool],
-           width: int) -> tuple[list[float], list[bool]]:
-    """At most `width` columns: the whole run stays visible; a column is the mean of its
-    windows and counts as throttled if any of them was."""
-    n = len(values)
-    if n <= width or width <= 0:
-        return list(values), list(flags)
-    cols: list[float] = []
-    marks: list[bool] = []
-    for i in range(width):
-        lo, hi = i * n // width, (i + 1) * n // width
-        chunk = values[lo:hi] or values[lo:lo + 1]
-        cols.append(sum(chunk) / len(chunk))
-        marks.append(any(flags[lo:max(hi, lo + 1)]))
-    return cols, marks
+THROTTLE_MARK = "▲"  # a second cue besides colour, for monochrome terminals
 
 
-def _runs(text: str, flags: Sequence[bool], normal: Style, marked: Style) -> list[Segment]:
-    """Consecutive cells of the same style as one segment: little to send over SSH."""
-    marks = [*flags[: len(text)], *([False] * (len(text) - len(flags)))]
-    out: list[Segment] = []
-    start = 0
-    for i in range(1, len(text) + 1):
-        if i == len(text) or marks[i] != marks[start]:
-            out.append(Segment(text[start:i], marked if marks[start] else normal))
-            start = i
+@dataclass(frozen=True, slots=True)
+class ThroughputSeries:
+    """What the throughput chart draws: one point per progress window."""
+
+    x_s: tuple[float, ...]  # end of each window, seconds into the timed loop
+    throughput: tuple[float, ...]
+    throttled: tuple[bool, ...]  # the window overlapped a throttle episode
+    unit: str
+    refs: tuple[float, ...]  # headline figures drawn as a line (and inside the scale)
+
+
+def window_ends(window_s: Sequence[float]) -> list[float]:
+    """Seconds into the timed loop at the end of each window (their running sum)."""
+    out: list[float] = []
+    total = 0.0
+    for w in window_s:
+        total += max(0.0, float(w))
+        out.append(round(total, 3))
     return out
 
 
-class ThroughputChart(Widget):
-    """Throughput per progress window on the scale 0..max seen; windows that overlapped a
-    throttle episode are drawn in the error colour and flagged with ▲ on the axis row
-    (a second cue besides colour, for monochrome terminals)."""
+class ThroughputChart(PlotextPlot):
+    """Throughput per progress window over the timed loop, on the band the windows and
+    the headline span (the headline drawn as a horizontal line); windows that
+    overlapped a throttle episode are marked ▲ in the error colour."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"chart--bar", "chart--throttled", "chart--axis"}
     DEFAULT_CSS = """
     ThroughputChart { height: 7; }
-    ThroughputChart > .chart--bar { color: $secondary; }
-    ThroughputChart > .chart--throttled { color: $error; text-style: bold; }
-    ThroughputChart > .chart--axis { color: $text-muted; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.values: list[float] = []
-        self.flags: list[bool] = []
+        self.series = ThroughputSeries((), (), (), "", ())
         self.vmax: float | None = None
         self.empty_text = "waiting for the first window…"
+        self._seconds_axis = False
         self._key: tuple[object, ...] | None = None
 
     def set_data(self, values: Sequence[float], flags: Sequence[bool],
                  refs: Sequence[float | None] = (),
-                 empty_text: str = "waiting for the first window…") -> None:
-        """`refs`: figures shown next to the chart (median, overall): the scale includes
-        them so no headline number is above every bar's top."""
-        key = (tuple(values), tuple(flags), tuple(refs), empty_text)
+                 empty_text: str = "waiting for the first window…",
+                 x_s: Sequence[float] | None = None, unit: str = "") -> None:
+        """`x_s`: each window's end in seconds into the timed loop (else 1, 2, 3… as
+        window numbers); `refs`: the headline figures shown next to the chart: the
+        scale includes them so no headline number is above every point."""
+        key = (tuple(values), tuple(flags), tuple(refs), empty_text,
+               None if x_s is None else tuple(x_s), unit)
         if key == self._key:
             return
         self._key = key
-        self.values = list(values)
-        self.flags = list(flags) + [False] * (len(values) - len(flags))
+        flags = [*flags[: len(values)], *([False] * (len(values) - len(flags)))]
+        xs = list(x_s) if x_s is not None and len(x_s) == len(values) \
+            else [float(i + 1) for i in range(len(values))]
+        extra = tuple(float(r) for r in refs if r is not None and r > 0)
+        self.series = ThroughputSeries(tuple(xs), tuple(float(v) for v in values),
+                                       tuple(flags), printable(unit), extra)
+        self._seconds_axis = x_s is not None
         self.empty_text = empty_text
-        extra = [r for r in refs if r is not None and r > 0]
-        self.vmax = max([*self.values, *extra]) if self.values else None
-        self.refresh()
+        self.vmax = max([*self.series.throughput, *extra]) if values else None
+        self._draw()
 
     @property
     def throttled_columns(self) -> int:
-        return sum(bucket(self.values, self.flags, self.size.width - AXIS_W)[1])
+        """How many windows are drawn marked as throttled."""
+        return sum(self.series.throttled)
 
-    def render_line(self, y: int) -> Strip:
-        width, height = self.size
-        axis_style = self.get_component_rich_style("chart--axis")
-        plot_w = max(0, width - AXIS_W)
-        cols, marks = bucket(self.values, self.flags, plot_w)
-        bar_rows = max(1, height - 1)
-        if y == height - 1:  # the axis row: ▲ under throttled windows
-            text = "".join("▲" if m else "─" for m in marks).ljust(plot_w, "─")
-            segs = [Segment(" " * (AXIS_W - 1) + "└", axis_style),
-                    *_runs(text, marks, axis_style,
-                           self.get_component_rich_style("chart--throttled"))]
-            return Strip(segs, width).crop(0, width)
-        if y >= bar_rows:
-            return Strip.blank(width, self.rich_style)
-        if self.vmax is None:
-            label = "" if y else self.empty_text
-            return Strip([Segment(" " * (AXIS_W - 1) + "│", axis_style),
-                          Segment(label.ljust(plot_w), axis_style)], width).crop(0, width)
-        rows = sparkline_rows(cols, self.vmax, bar_rows)
-        if y == 0:
-            label = fmt_num(self.vmax)
-        elif y == bar_rows - 1:
-            label = "0"
-        else:
-            label = ""
-        axis = label[: AXIS_W - 1].rjust(AXIS_W - 1) + ("┤" if label else "│")
-        text = rows[y].ljust(plot_w)[:plot_w]
-        segs = [Segment(axis, axis_style),
-                *_runs(text, marks, self.get_component_rich_style("chart--bar"),
-                       self.get_component_rich_style("chart--throttled"))]
-        return Strip(segs, width).crop(0, width)
+    def _draw(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        s = self.series
+        # No title row (the pane is short at 80×24): the axes carry what and which unit,
+        # on the labels row under the plot.
+        plt.ylabel(f"throughput ({s.unit or 'samples/s'})")
+        plt.xlabel("s into the timed loop" if self._seconds_axis else "window")
+        if self.vmax is not None:
+            plt.plot(list(s.x_s), list(s.throughput), marker="braille", color="cyan")
+            marked = [(x, y) for x, y, f in zip(s.x_s, s.throughput, s.throttled,
+                                                strict=True) if f]
+            if marked:
+                plt.scatter([x for x, _ in marked], [y for _, y in marked],
+                            marker=THROTTLE_MARK, color="red")
+            for ref in s.refs:
+                plt.hline(ref, "green")
+            # The band the windows and the headline span, not 0..max: in a few rows a
+            # 5 % wobble would otherwise be one flat line (the digits give the level).
+            lo = min([*s.throughput, *s.refs])
+            pad = max((self.vmax - lo) * 0.1, self.vmax * 0.01)
+            plt.ylim(max(0.0, lo - pad), self.vmax + pad)
+        self.refresh()
+
+    def render(self) -> Any:
+        if self.vmax is None:  # no frame around nothing: say what is awaited
+            return Text(self.empty_text, style="dim")
+        return super().render()
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCurve:
+    """What the sweep chart draws: one point per batch size that was measured."""
+
+    batch: tuple[int | None, ...]
+    p90_ms: tuple[float, ...]
+    throughput: tuple[float, ...]
+    unit: str
+    latency_label: str  # which latency the x axis is
+
+
+def sweep_curve(points: Sequence[Any]) -> SweepCurve:
+    """Throughput against p90 latency from sweep points (events.Point): a request
+    latency where the kind measured one, else the batch's step time. Failed points and
+    points without both figures are left out."""
+    batch: list[int | None] = []
+    lat: list[float] = []
+    tps: list[float] = []
+    unit = ""
+    step_time = False
+    for p in points:
+        if not getattr(p, "ok", False) or p.throughput is None:
+            continue
+        latency = p.latency_ms if isinstance(p.latency_ms, Mapping) else None
+        p90 = latency.get("p90") if latency else None
+        if p90 is None:
+            st = p.get("step_time_ms")
+            p90 = st.get("p90") if isinstance(st, Mapping) else None
+            step_time = step_time or p90 is not None
+        if not isinstance(p90, int | float):
+            continue
+        batch.append(p.batch_size)
+        lat.append(float(p90))
+        tps.append(float(p.throughput))
+        unit = unit or printable(p.unit or "")
+    label = "p90 step time (ms)" if step_time else "p90 latency (ms)"
+    return SweepCurve(tuple(batch), tuple(lat), tuple(tps), unit, label)
+
+
+class SweepChart(PlotextPlot):
+    """A sweep's throughput against p90 latency, one labelled point per batch size:
+    where a bigger batch stops buying throughput and only adds latency."""
+
+    DEFAULT_CSS = """
+    SweepChart { height: 14; display: none; }  /* shown once a sweep has points */
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.curve = SweepCurve((), (), (), "", "p90 latency (ms)")
+
+    def set_points(self, points: Sequence[Any]) -> None:
+        curve = sweep_curve(points)
+        self.display = bool(curve.throughput)
+        if curve == self.curve:
+            return
+        self.curve = curve
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(f"sweep: throughput ({curve.unit or 'samples/s'}) vs {curve.latency_label}")
+        plt.xlabel(curve.latency_label)
+        if curve.throughput:
+            plt.plot(list(curve.p90_ms), list(curve.throughput), marker="braille",
+                     color="cyan")
+            for b, x, y in zip(curve.batch, curve.p90_ms, curve.throughput, strict=True):
+                if b is not None:
+                    plt.text(f"b{b}", x=x, y=y, color="yellow")
+            plt.ylim(0, max(curve.throughput) * 1.1)
+        self.refresh()
 
 
 PHASE_GLYPHS: Mapping[str, str] = {

@@ -37,7 +37,7 @@ from gputui.telemetry.model import Snapshot
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import fmt_duration
 from gputui.ui.bench_session import LiveRun
-from gputui.ui.widgets.bench_chart import PhaseBar, ThroughputChart
+from gputui.ui.widgets.bench_chart import PhaseBar, SweepChart, ThroughputChart, window_ends
 
 STDERR_LINES_SHOWN = 8
 CARETS = re.compile(r"^[\s^~]*\^[\s^~]*$")  # traceback markers under a source line
@@ -100,6 +100,7 @@ class LiveRunView(VerticalScroll):
                 yield Static("", id="tp-unit")
                 yield Static("", id="tp-now")
         yield ThroughputChart(id="chart")
+        yield SweepChart(id="sweep-chart")
         yield Static("", id="callout")
         yield Static("", id="live-stats")
         yield PhaseBar(id="phases")
@@ -139,7 +140,10 @@ class LiveRunView(VerticalScroll):
             [p.throughput for p in live.points], live.throttled_flags(episodes, now),
             refs=(headline,),
             empty_text=(NO_WINDOWS if failed else "no timed windows" if live.done
-                        else "waiting for the first window…"))
+                        else "waiting for the first window…"),
+            x_s=window_ends([p.window_s for p in live.points]), unit=live.unit or "")
+        self.query_one(SweepChart).set_points(
+            live.sweep_points or (list(live.result.points) if live.result else []))
         self._callout(live, episodes, now)
         self.query_one("#live-stats", Static).update(self._stats(live))
         phases = self.query_one(PhaseBar)
@@ -265,6 +269,11 @@ class LiveRunView(VerticalScroll):
                       else None)
             if during:
                 lines.append(f"GPU during run: {during}")
+            from gputui.bench.topology import topology_words
+
+            topo = topology_words(result.config)
+            if topo:
+                lines.append(f"GPU topology: {topo}")
         points = live.sweep_points or (list(result.points) if result is not None else [])
         for p in points:
             lines.append(f"  {p.label_text}: " + (p.value_text if p.ok else f"✖ {p.value_text}"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
@@ -34,8 +35,18 @@ class ResultsTable(DataTable[str | Text]):
 
     def on_mount(self) -> None:
         self.border_title = TITLE
-        for label in COLUMNS:
-            self.add_column(label, key=label)
+        self._set_columns([[] for _ in COLUMNS])
+
+    def _set_columns(self, cells: list[list[str | Text]]) -> None:
+        """Columns as wide as their widest cell, set here rather than left to DataTable's
+        auto width: that is applied only when the table next goes idle, and a table that
+        was reloaded while the app stayed busy kept its header widths ("resne", "100.0
+        imag"), hiding the very numbers it lists."""
+        self.clear(columns=True)
+        for label, column in zip(COLUMNS, cells, strict=True):
+            width = max([cell_len(label), *(Text(c).cell_len if isinstance(c, str)
+                                            else c.cell_len for c in column)])
+            self.add_column(label, key=label, width=width)
 
     def reload(self) -> None:
         self.run_worker(self._load(), group="bench-results", exclusive=True)
@@ -50,15 +61,17 @@ class ResultsTable(DataTable[str | Text]):
         self.history = {d.id: d for d in docs}
         self.marked = [m for m in self.marked if m in self.history]
         cursor = self.cursor_row
-        self.clear()
+        rows: list[tuple[str, list[str | Text]]] = []
         for d in reversed(docs):  # newest first
             style = styles(f"status--{d.status}", partial=True)
-            self.add_row(
+            rows.append((d.id, [
                 self._mark_cell(d.id), when(d.started_at, short=True), Text(printable(d.benchmark)),
                 Text(printable(d.model or "—")), Text(printable(d.device_name or d.device or "")),
                 Text(printable(d.precision or "")), str(d.batch_size or "—"),
-                Text(d.status, style=style), Text(fmt_headline(d)),
-                Text(printable(d.id)), key=d.id)
+                Text(d.status, style=style), Text(fmt_headline(d)), Text(printable(d.id))]))
+        self._set_columns([[r[i] for _, r in rows] for i in range(len(COLUMNS))])
+        for key, row in rows:
+            self.add_row(*row, key=key)
         if self.row_count:
             self.move_cursor(row=min(cursor, self.row_count - 1), animate=False)
         new = [w for w in skipped if w not in self.skipped]

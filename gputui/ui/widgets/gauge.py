@@ -61,12 +61,22 @@ class Gauge(Widget):
         """Update; a repaint happens only when something visible changed."""
         if (fraction, text, severity) == (self.fraction, self.value_text, self.severity):
             return
+        # RAM used moves by bytes every tick: no repaint unless a cell would change.
+        same = (severity == self.severity
+                and self._cells(fraction, text) == self._cells(self.fraction, self.value_text))
         self.fraction, self.value_text = fraction, text
+        if same:
+            return
         if severity != self.severity:
             self.severity = severity
             self.set_class(severity == "warning", "-warning")
             self.set_class(severity == "error", "-error")
         self.refresh()
+
+    def _cells(self, fraction: float | None, text: str) -> tuple[object, str]:
+        """What the bar and value draw at the current width (as render_line does)."""
+        bar_w = self.size.width - self.label_width - max(len(text), self.value_width) - 1
+        return (bar_text(fraction, bar_w) if bar_w >= 3 else None), text
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

@@ -1,66 +1,48 @@
-"""Per-GPU widgets: a full panel (gauges, sparklines, throttle state) and a compact row."""
+"""Per-GPU widgets: a full panel (gauges, labelled sparklines, throttle state) and the area
+that holds the panels or the compact rows (`gpu_row`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import ClassVar
-
 from rich.cells import cell_len
-from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
 from textual.containers import Grid, Vertical, VerticalScroll
-from textual.geometry import Region
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
-from gputui.safe_text import no_markup, printable
-from gputui.telemetry.model import DeviceInfo, GpuSample
-from gputui.telemetry.throttle import ThrottleEpisode
+from gputui.safe_text import no_markup
+from gputui.telemetry.model import DeviceInfo
+from gputui.ui.layout import GPU_AREA_MAX, PANEL_HEIGHT, SPARK_ROWS_MAX
 from gputui.ui.widgets.gauge import Gauge
+from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
 from gputui.ui.widgets.gpu_view import (
     HISTORY_METRICS,
+    SPARK_SERIES,
+    GpuFrame,
     gauges,
+    gpm_verdict,
     metric_scale,
     pstate_text,
-    short_name,
+    scale_lines,
     state,
 )
-from gputui.ui.widgets.sparkline import FixedSparkline, HistoryLike, sparkline_rows
+from gputui.ui.widgets.mig_view import mig_summary
+from gputui.ui.widgets.sparkline import FixedSparkline, TimeAxis
 
-PANEL_HEIGHT = 9  # 7 rows inside a border, with one-row sparklines
-PANEL_MIN_WIDTH = 96  # below this a second column of panels is not worth it
-STATE_RESERVE = 18  # cells a compact row keeps for its state ("  ⚠ HW thermal 3m12s")
+__all__ = ["GpuArea", "GpuFrame", "GpuPanel", "GpuRow", "TextLine", "panel_title",
+           "window_label"]
+
 STATE_ROWS_MAX = 3  # the throttle sentence at 80 columns takes two
-SPARK_ROWS_MAX = 3  # sparklines grow to this many rows when the terminal has room
+SCALE_WIDTH = 9  # "0–1980MHz": the scale column beside the sparklines
+GAUGE_LABEL_WIDTH = 7  # "SM ACT "
+GAUGE_WIDTH = 32  # label, a 12-cell bar, the value ("1410/1980MHz"); the graphs get the rest
 
 
-def panel_height(spark_rows: int = 1) -> int:
-    """A panel's height: border, one history row (gauge + sparkline) per metric, each
-    `spark_rows` tall, then the fan/SM row and the throttle line."""
-    return 2 + len(HISTORY_METRICS) * spark_rows + 2
-
-
-@dataclass(frozen=True, slots=True)
-class GpuFrame:
-    """Everything one GPU widget needs for one tick."""
-
-    sample: GpuSample
-    episode: ThrottleEpisode | None
-    now: datetime
-    history: HistoryLike
-    seconds: float
-    # Sparkline tops last known for this GPU (a lost GPU has no limits any more: keep
-    # the scale its history was drawn on), kept by the view from every frame.
-    scales: Mapping[str, float] = field(default_factory=dict)
-
-
-def panel_title(info: DeviceInfo) -> str:
+def panel_title(info: DeviceInfo, mig: str | None = None) -> str:
     # The device name comes from the driver: shown, never parsed as markup.
-    return f"GPU {info.index} · {no_markup(info.name)}"
+    title = f"GPU {info.index} · {no_markup(info.name)}"
+    return title if mig is None else f"{title} · {no_markup(mig)}"
 
 
 def window_label(seconds: float) -> str:
@@ -83,12 +65,21 @@ class TextLine(Static):
         self.update(Text(text), layout=False)
 
 
+def _wrapped_rows(widget: Widget, width: int, text: str | None) -> int:
+    """Rows `text` takes wrapped to `width` cells (0: no text; 1 until there is a width)."""
+    if text is None:
+        return 0
+    if width <= 0 or cell_len(text) <= width:
+        return 1
+    return min(STATE_ROWS_MAX, len(Text(text).wrap(widget.app.console, width)))
+
+
 class GpuPanel(Widget):
     DEFAULT_CSS = f"""
     GpuPanel {{
         layout: grid;
-        grid-size: 2;
-        grid-columns: 1fr 1fr;
+        grid-size: 3;
+        grid-columns: {GAUGE_WIDTH} 1fr {SCALE_WIDTH};
         grid-rows: 1;
         grid-gutter: 0 2;
         height: {PANEL_HEIGHT};
@@ -104,9 +95,11 @@ class GpuPanel(Widget):
     GpuPanel > .misc {{ layout: horizontal; height: 1; }}
     GpuPanel > .misc > Gauge {{ width: 1fr; }}
     GpuPanel > .misc > .pstate {{ width: 5; margin-left: 1; }}
-    GpuPanel > .state {{ column-span: 2; height: 1; }}
+    GpuPanel > .scale {{ color: $text-muted; }}
+    GpuPanel > .state {{ column-span: 3; height: 1; }}
     GpuPanel > .state.-warning {{ color: $warning; text-style: bold; }}
     GpuPanel > .state.-error {{ color: $error; text-style: bold; }}
+    GpuPanel > .verdict {{ column-span: 3; height: 1; color: $accent; display: none; }}
     """
 
     def __init__(self, info: DeviceInfo, *, id: str | None = None) -> None:
@@ -118,26 +111,35 @@ class GpuPanel(Widget):
         self._ready = False
         self.spark_rows = 1
         self.state_rows = 1  # the throttle sentence wraps onto more rows, never cut
+        self.verdict_rows = 0  # the GPM verdict, wrapped the same way (0: none)
+        self._scale_keys: dict[str, tuple[float | None, int]] = {}
+        self._lines: tuple[str | None, str | None] = (None, None)  # state, verdict
 
     def compose(self) -> ComposeResult:
         for metric, label in HISTORY_METRICS:
-            yield Gauge(label, value_width=13, id=f"g-{metric}")
-            yield FixedSparkline(self.info.index, metric, id=f"s-{metric}")
+            yield Gauge(label, label_width=GAUGE_LABEL_WIDTH, value_width=12, id=f"g-{metric}")
+            yield FixedSparkline(self.info.index, metric, id=f"s-{metric}",
+                                 series=SPARK_SERIES.get(metric))
+            yield TextLine("", classes="scale", id=f"x-{metric}")
         with Widget(classes="misc"):
-            yield Gauge("FAN", id="g-fan", value_width=4)
+            yield Gauge("FAN", label_width=GAUGE_LABEL_WIDTH, id="g-fan", value_width=4)
             yield TextLine("", classes="pstate", id="pstate")
-        yield Gauge("SM", id="g-clock_sm_mhz", value_width=13)
+        yield TimeAxis(id="axis")
+        yield TextLine("", classes="scale", id="axis-end")
         yield TextLine("", classes="state", id="state")
+        yield TextLine("", classes="verdict", id="verdict")
 
     def on_mount(self) -> None:
         # Looked up once: update_frame runs every tick for every GPU.
         self._gauges = {g.id.removeprefix("g-"): g for g in self.query(Gauge) if g.id}
         self._sparks = {s.metric: s for s in self.query(FixedSparkline)}
+        self._scales = {m: self.query_one(f"#x-{m}", TextLine) for m, _ in HISTORY_METRICS}
         self._pstate = self.query_one("#pstate", TextLine)
+        self._axis = self.query_one(TimeAxis)
         self._state = self.query_one("#state", TextLine)
+        self._verdict = self.query_one("#verdict", TextLine)
         self._ready = True
-        if self.spark_rows != 1 or self.state_rows != 1:
-            self._apply_spark_rows()
+        self._apply_rows()
         if self._pending is not None:
             self.update_frame(self._pending)
 
@@ -149,164 +151,74 @@ class GpuPanel(Widget):
             return
         self.spark_rows = rows
         if self._ready:
-            self._apply_spark_rows()
+            self._apply_rows()
 
-    def _apply_spark_rows(self) -> None:
+    def _apply_rows(self) -> None:
         rows = self.spark_rows
-        self.styles.height = panel_height(rows) + self.state_rows - 1
-        self.styles.grid_rows = " ".join([str(rows)] * len(HISTORY_METRICS)
-                                         + ["1", str(self.state_rows)])
+        # Tall sparklines: a blank row under each but the last (the time axis is under
+        # that one), so that neighbours never run together.
+        gap = 1 if rows > 1 else 0
+        grid = [rows + gap] * (len(HISTORY_METRICS) - 1) + [rows, 1, self.state_rows]
+        if self.verdict_rows:
+            grid.append(self.verdict_rows)
+        self.styles.height = 2 + sum(grid)
+        self.styles.grid_rows = " ".join(map(str, grid))
         self._state.styles.height = self.state_rows
+        self._verdict.styles.height = max(1, self.verdict_rows)
         for metric, _label in HISTORY_METRICS:
             self._gauges[metric].styles.height = rows
             self._sparks[metric].styles.height = rows
+            self._scales[metric].styles.height = rows
+
+    def _measure(self) -> None:
+        """Rows for the state sentence and the verdict, wrapped to the panel's width."""
+        width = self.content_size.width  # both lines span the panel's three columns
+        state_rows = max(1, _wrapped_rows(self, width, self._lines[0]))
+        verdict_rows = _wrapped_rows(self, width, self._lines[1])
+        if (state_rows, verdict_rows) != (self.state_rows, self.verdict_rows):
+            self.state_rows, self.verdict_rows = state_rows, verdict_rows
+            self._apply_rows()
+
+    def on_resize(self) -> None:
+        # The first frame may come before the panel has a width: wrap once it has one.
+        if self._ready:
+            self._measure()
 
     def update_frame(self, f: GpuFrame) -> None:
         if not self._ready:  # a frame that arrives while mounting is shown on mount
             self._pending = f
             return
         g = f.sample
-        if g.info != self.info:  # opened late (it was not answering at first)
-            self.info = g.info
-            self.border_title = panel_title(g.info)
+        self.info = g.info  # opened late (it was not answering at first)
+        title = panel_title(g.info, mig_summary(g))
+        if self.border_title != title:
+            self.border_title = title
         views = gauges(g)
         for metric, _label in HISTORY_METRICS:
             scale = metric_scale(g, metric) or f.scales.get(metric)
             self._sparks[metric].set_source(f.history, f.seconds, scale)
+            if self._scale_keys.get(metric) != (scale, self.spark_rows):
+                self._scale_keys[metric] = (scale, self.spark_rows)
+                self._scales[metric].set_text(scale_lines(metric, scale, self.spark_rows))
         for key, gauge in self._gauges.items():
             v = views[key]
             gauge.set(v.fraction, v.text, v.severity)
         self._pstate.set_text(pstate_text(g))
+        self._axis.set_seconds(f.seconds)
         st = state(g, f.episode, f.now)
         self._state.set_text(st.text, st.severity)
-        width = self._state.size.width
-        state_rows = 1
-        if width and cell_len(st.text) > width:
-            state_rows = min(STATE_ROWS_MAX, len(Text(st.text).wrap(self.app.console, width)))
-        if state_rows != self.state_rows:
-            self.state_rows = state_rows
-            self._apply_spark_rows()
+        words = None if g.lost or g.stale else gpm_verdict(g)
+        if words is not None:
+            self._verdict.set_text(f"◇ {words}")
+        self._verdict.display = words is not None
+        self._lines = (st.text, None if words is None else f"◇ {words}")
+        self._measure()
         self.set_class(st.severity == "warning", "-throttling")
         self.set_class(st.severity == "error", "-lost")
         self.set_class(g.stale, "-stale")
         subtitle = f"{no_markup(g.info.pci_bus_id)} · history {window_label(f.seconds)}"
         if self.border_subtitle != subtitle:
             self.border_subtitle = subtitle
-
-
-def _changed_end(old: object, new: tuple[tuple[str, str | None], ...]) -> int | None:
-    """One past the last cell that differs between two rows of (text, style class) parts;
-    None when there is nothing to compare with (repaint it all)."""
-    if not isinstance(old, tuple):
-        return None
-
-    def cells(parts: tuple[tuple[str, str | None], ...]) -> list[tuple[str, str | None]]:
-        return [(ch, cls) for text, cls in parts for ch in text]
-
-    a, b = cells(old), cells(new)  # type: ignore[arg-type]
-    if any(cell_len(ch) != 1 for ch, _ in b) or any(cell_len(ch) != 1 for ch, _ in a):
-        return None  # wide characters: cell and character positions differ
-    n = max(len(a), len(b))
-    a += [("", None)] * (n - len(a))
-    b += [("", None)] * (n - len(b))
-    for i in range(n - 1, -1, -1):
-        if a[i] != b[i]:
-            return i + 1
-    return 0
-
-
-class GpuRow(Widget):
-    """One line per GPU; pieces are dropped, least important first, to fit the width."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "gpurow--name", "gpurow--label", "gpurow--spark", "gpurow--warning", "gpurow--error",
-    }
-    DEFAULT_CSS = """
-    GpuRow { height: 1; }
-    GpuRow > .gpurow--name { text-style: bold; }
-    GpuRow > .gpurow--label { color: $text-muted; }
-    GpuRow > .gpurow--spark { color: $secondary; }
-    GpuRow > .gpurow--warning { color: $warning; text-style: bold; }
-    GpuRow > .gpurow--error { color: $error; text-style: bold; }
-    """
-
-    def __init__(self, info: DeviceInfo, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.info = info
-        self._frame: GpuFrame | None = None
-        self._key: object = None
-
-    def update_frame(self, f: GpuFrame) -> None:
-        self.info = f.sample.info  # opened late (it was not answering at first)
-        self._frame = f
-        key = self._parts_key(self.size.width)
-        if key == self._key:
-            return
-        old, self._key = self._key, key
-        end = _changed_end(old, key)
-        if end is None or not self.size.width:
-            self.refresh()
-        else:
-            # Textual writes a widget's line from its left edge up to the end of the
-            # refreshed region: stop at the last changed cell, not the row's end.
-            self.refresh(Region(0, 0, min(end, self.size.width), 1))
-
-    def on_resize(self) -> None:
-        self._key = None
-        self.refresh()
-
-    def _parts_key(self, width: int) -> tuple[tuple[str, str | None], ...]:
-        return tuple((t, s) for t, s, _ in self._parts(width))
-
-    def _parts(self, width: int) -> list[tuple[str, str | None, int]]:
-        """(text, component class or None, priority); lower priority is kept longer."""
-        f = self._frame
-        name = f"{self.info.index:>2} {printable(short_name(self.info.name))[:15]:<15}"
-        if f is None:
-            return [(name, "gpurow--name", 0)]
-        g = f.sample
-        st = state(g, f.episode, f.now)
-        sev_cls = {"warning": "gpurow--warning", "error": "gpurow--error"}.get(st.severity or "")
-        if g.lost or g.error or g.stale:
-            return [(name, "gpurow--name", 0), (" " + st.short, sev_cls, 1)]
-        v = gauges(g)
-        parts: list[tuple[str, str | None, int]] = [(name, "gpurow--name", 0)]
-
-        def add(label: str, key: str, prio: int, width_: int) -> None:
-            gv = v[key]
-            cls = {"warning": "gpurow--warning", "error": "gpurow--error"}.get(gv.severity or "")
-            # Labels share the values' (default) style: one segment for the plain run of
-            # the row instead of one escape per label, which is what an SSH link pays for.
-            parts.append((f" {label}", None, prio))
-            parts.append((f" {gv.text:>{width_}}", cls, prio))
-
-        add("GPU", "util_gpu_pct", 1, 4)
-        spark_w = 20
-        if f.history is not None:
-            vals = f.history.buckets(self.info.index, "util_gpu_pct", f.seconds, spark_w)
-            parts.append((" " + sparkline_rows(vals, 100.0)[0], "gpurow--spark", 8))
-        add("MEMC", "util_mem_pct", 7, 4)
-        add("VRAM", "mem_used_bytes", 5, 11)
-        add("PWR", "power_w", 6, 8)
-        add("TEMP", "temp_c", 3, 7)
-        add("SM", "clock_sm_mhz", 4, 12)  # the proof of throttling: kept before VRAM, PWR
-        parts.append(("  " + st.short, sev_cls, 2))
-        # The fields dropped for room depend on the width only, never on this row's own
-        # state text, so every row shows the same fields in the same columns.
-        budget = width - STATE_RESERVE + len(parts[-1][0])
-        while sum(len(t) for t, _, _ in parts) > budget:
-            worst = max(p for _, _, p in parts)
-            if worst <= 2:
-                break
-            parts = [p for p in parts if p[2] != worst]
-        return parts
-
-    def render(self) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        for t, cls, _ in self._parts(self.size.width):
-            style = self.get_component_rich_style(cls) if cls else Style()
-            text.append(t, style)
-        return text
 
 
 class GpuArea(VerticalScroll):
@@ -316,15 +228,20 @@ class GpuArea(VerticalScroll):
     or with the keys once focused (Tab), which it only accepts while it can scroll.
     """
 
-    DEFAULT_CSS = """
-    GpuArea { height: auto; max-height: 75%; scrollbar-size-vertical: 1; }
+    # max-height: the layout chooser counts on it (GPU_AREA_MAX).
+    DEFAULT_CSS = f"""
+    GpuArea {{ height: auto; max-height: {round(GPU_AREA_MAX * 100)}%;
+               scrollbar-size-vertical: 1; }}
+    """ + """
     GpuArea:focus { scrollbar-color: $accent; scrollbar-background: $accent 30%; }
     GpuArea > #panels { layout: grid; grid-size: 1; grid-rows: auto; grid-gutter: 0 1;
                         height: auto; }
     GpuArea > #rows { height: auto; border-bottom: solid $primary 40%; }
+    GpuArea > #rows-header { display: none; }
     GpuArea.-compact > #panels { display: none; }
     GpuArea > #rows { display: none; }
     GpuArea.-compact > #rows { display: block; }
+    GpuArea.-compact > #rows-header { display: block; }
     """
 
     def allow_focus(self) -> bool:
@@ -339,16 +256,19 @@ class GpuArea(VerticalScroll):
         self.compact = False
         self.columns = 1
         self.spark_rows = 1
+        self.row_lines = 1
+        self._header = RowsHeader(id="rows-header")  # kept: updated every tick
 
     def compose(self) -> ComposeResult:
         yield Grid(id="panels")
+        yield self._header
         yield Vertical(id="rows")
 
     async def set_devices(self, infos: tuple[DeviceInfo, ...]) -> None:
         """Mount widgets for these GPUs: only the kind shown now (panels or rows).
 
         The other kind is mounted when the layout first switches to it: 8 panels are
-        ~130 widgets, and mounting what is not shown costs start-up time and frames.
+        ~200 widgets, and mounting what is not shown costs start-up time and frames.
         Call set_layout first, so the first frame already has the right kind.
         """
         indices = tuple(i.index for i in infos)
@@ -367,6 +287,8 @@ class GpuArea(VerticalScroll):
         """Mount the rows (compact) or panels for the current GPUs, if not yet mounted."""
         if compact and not self._rows and self._infos:
             self._rows = {i.index: GpuRow(i, id=f"row-{i.index}") for i in self._infos}
+            for row in self._rows.values():
+                row.set_lines(self.row_lines)
             return self.query_one("#rows", Vertical).mount_all(list(self._rows.values()))
         if not compact and not self._panels and self._infos:
             self._panels = {i.index: GpuPanel(i, id=f"gpu-{i.index}") for i in self._infos}
@@ -375,11 +297,16 @@ class GpuArea(VerticalScroll):
             return self.query_one("#panels", Grid).mount_all(list(self._panels.values()))
         return AwaitComplete.nothing()
 
-    def set_layout(self, compact: bool, columns: int, spark_rows: int = 1) -> None:
+    def set_layout(self, compact: bool, columns: int, spark_rows: int = 1,
+                   row_lines: int = 1) -> None:
         if spark_rows != self.spark_rows:
             self.spark_rows = spark_rows
             for panel in self._panels.values():
                 panel.set_spark_rows(spark_rows)
+        if row_lines != self.row_lines:
+            self.row_lines = row_lines
+            for row in self._rows.values():
+                row.set_lines(row_lines)
         if compact != self.compact:
             self.compact = compact
             self.set_class(compact, "-compact")
@@ -390,6 +317,8 @@ class GpuArea(VerticalScroll):
 
     def update_frames(self, frames: list[GpuFrame]) -> None:
         widgets = self._rows if self.compact else self._panels
+        if self.compact and frames:
+            self._header.set_seconds(frames[0].seconds)
         for f in frames:
             w = widgets.get(f.sample.index)
             if w is not None:

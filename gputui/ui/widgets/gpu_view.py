@@ -2,22 +2,54 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from gputui.safe_text import printable
+from gputui.telemetry.gpm import LOW_SM_ACTIVE_PCT, verdict
 from gputui.telemetry.model import DeviceInfo, GpuSample
 from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, state_words
 from gputui.telemetry.units import NA, fmt_duration, fmt_pct, gib
 
-# History metrics drawn per GPU, in panel order: (metric, gauge label).
+if TYPE_CHECKING:
+    from gputui.ui.widgets.sparkline import HistoryLike
+
+# History metrics drawn per GPU, in panel order: (metric, gauge label). SM active sits
+# beside GPU util: "utilization" counts time with any kernel, SM active how much of the
+# GPU those kernels used (GPM, Hopper and newer; "—" elsewhere). The SM clock last: the
+# proof of throttling.
+# The History series a panel's sparkline draws where it is not the gauge's own metric:
+# power is drawn as the highest draw within each tick (the driver's sub-second samples),
+# so a 100 ms spike between 1 s readings — the kind that trips a power brake — shows.
+SPARK_SERIES: dict[str, str] = {"power_w": "power_w_peak"}
 HISTORY_METRICS: tuple[tuple[str, str], ...] = (
     ("util_gpu_pct", "GPU"),
+    ("sm_active_pct", "SM ACT"),
     ("util_mem_pct", "MEMC"),
     ("mem_used_bytes", "VRAM"),
     ("power_w", "PWR"),
     ("temp_c", "TEMP"),
+    ("clock_sm_mhz", "SM CLK"),
 )
+# Shown where there is no value for a reason other than "this device lacks it" (no GPM
+# counters, a lost GPU): a dash, never 0.
+DASH = "—"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFrame:
+    """Everything one GPU widget needs for one tick."""
+
+    sample: GpuSample
+    episode: ThrottleEpisode | None
+    now: datetime
+    history: HistoryLike
+    seconds: float
+    # Sparkline tops last known for this GPU (a lost GPU has no limits any more: keep
+    # the scale its history was drawn on), kept by the view from every frame.
+    scales: Mapping[str, float] = field(default_factory=dict)
 
 
 # Compact rows are short of room: each reason keeps the words that tell it from the
@@ -47,7 +79,7 @@ def temp_scale_c(info: DeviceInfo) -> float:
 
 def metric_scale(g: GpuSample, metric: str) -> float | None:
     """The fixed top of each sparkline's scale (None: unknown, nothing drawn)."""
-    if metric in ("util_gpu_pct", "util_mem_pct"):
+    if metric in ("util_gpu_pct", "util_mem_pct", "sm_active_pct"):
         return 100.0
     if metric == "mem_used_bytes":
         return float(g.mem_total_bytes or g.info.mem_total_bytes or 0) or None
@@ -58,6 +90,49 @@ def metric_scale(g: GpuSample, metric: str) -> float | None:
     if metric == "clock_sm_mhz":
         return float(g.info.clock_sm_max_mhz or 0) or None
     return None
+
+
+def scale_text(metric: str, top: float | None) -> str:
+    """A sparkline's fixed scale in words ("0–100%", "0–400W"): every graph starts at 0."""
+    if not top:
+        return "scale N/A"
+    if metric == "mem_used_bytes":
+        return f"0–{top / 2**30:.0f}G"
+    unit = {"power_w": "W", "temp_c": "°C", "clock_sm_mhz": "MHz"}.get(metric, "%")
+    return f"0–{top:.0f}{unit}"
+
+
+def scale_lines(metric: str, top: float | None, rows: int) -> str:
+    """The scale beside a sparkline `rows` tall: "0–100%" on one row; on more, the top
+    value on the top row and 0 on the bottom one, like a chart's axis."""
+    text = scale_text(metric, top)
+    if rows <= 1 or not top:
+        return text
+    return "\n".join([text.removeprefix("0–")] + [""] * (rows - 2) + ["0"])
+
+
+def ago_text(seconds: float) -> str:
+    """How long ago the left edge of a graph is: "−5m", "−60s", "−1h"."""
+    s = round(seconds)
+    if s < 60:
+        return f"−{s}s"
+    if s % 60:
+        return f"−{s // 60}m{s % 60:02d}s"
+    m = s // 60
+    return f"−{m // 60}h" if m >= 60 and m % 60 == 0 else f"−{m}m"
+
+
+def gpm_verdict(g: GpuSample) -> str | None:
+    """What the profiling counters say about a busy GPU, in words (None: nothing to say)."""
+    return verdict(g.util_gpu_pct, g.sm_active_pct, g.tensor_active_pct, g.fp32_active_pct)
+
+
+def gpm_marker(g: GpuSample) -> str | None:
+    """The verdict in a few words, for the compact row."""
+    if gpm_verdict(g) is None:
+        return None
+    low = g.sm_active_pct is not None and g.sm_active_pct < LOW_SM_ACTIVE_PCT
+    return "◇ SMs mostly idle" if low else "◇ fp32, tensor idle"
 
 
 def _frac(v: float | None, top: float | None) -> float | None:
@@ -80,6 +155,8 @@ def gauges(g: GpuSample) -> dict[str, GaugeView]:
     out: dict[str, GaugeView] = {}
     out["util_gpu_pct"] = GaugeView(_frac(g.util_gpu_pct, 100), fmt_pct(g.util_gpu_pct))
     out["util_mem_pct"] = GaugeView(_frac(g.util_mem_pct, 100), fmt_pct(g.util_mem_pct))
+    out["sm_active_pct"] = GaugeView(_frac(g.sm_active_pct, 100),
+                                     DASH if g.sm_active_pct is None else fmt_pct(g.sm_active_pct))
     mem_frac = _frac(g.mem_used_bytes, total)
     out["mem_used_bytes"] = GaugeView(
         mem_frac,

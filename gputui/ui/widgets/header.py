@@ -9,11 +9,12 @@ from typing import ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.widget import Widget
 
 from gputui.safe_text import printable
 from gputui.telemetry.units import fmt_duration
+from gputui.ui.widgets.partial import changed_span
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +41,9 @@ def _interval(s: float) -> str:
 
 
 class _Part(Widget):
-    """One side of the header; its own widget so the clock's change every tick rewrites
-    only the right-hand side of the line, not all of it (what an SSH link pays for)."""
+    """One side of the header; its own widget, and it repaints only the cells that
+    changed: the clock's tick rewrites a digit or two, not the line (what an SSH link
+    pays for)."""
 
     DEFAULT_CSS = """
     _Part { height: 1; width: 1fr; }
@@ -56,7 +58,13 @@ class _Part(Widget):
         if text == self.text:
             return
         grew = text.cell_len != self.text.cell_len
+        span = None if grew else changed_span(self.text, text)
         self.text = text
+        if span is not None:
+            start, end = span
+            if end > start:
+                self.refresh(Region(start, 0, end - start, 1))
+            return
         # Only the auto-width right side needs a layout pass, and only when it resized.
         self.refresh(layout=grew and self.has_class("-right"))
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 from rich.segment import Segment
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -16,6 +17,7 @@ from gputui.telemetry.model import HostSample
 from gputui.telemetry.units import gib
 from gputui.ui.widgets.gauge import Gauge, bar_text
 from gputui.ui.widgets.gpu_panel import TextLine
+from gputui.ui.widgets.partial import changed_lines, changed_span
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 LABEL = "CORE "
@@ -105,8 +107,23 @@ class CoreBars(Widget):
         lines = self._render_lines(self.size.width)
         if lines != self._lines:
             grew = len(lines) != len(self._lines)
-            self._lines = lines
-            self.refresh(layout=grew)
+            rows = changed_lines(self._lines, lines)
+            old, self._lines = self._lines, lines
+            if grew:
+                self.refresh(layout=True)
+                return
+            # Only the changed cells of the rows whose cores moved: with a segment per
+            # grid cell (render_line), the terminal gets those cells, not the row.
+            width = self.size.width
+            regions = []
+            for y in rows:
+                span = changed_span(Text(old[y]), Text(lines[y])) \
+                    if y < len(old) and y < len(lines) else None
+                start, end = span if span is not None else (0, width)
+                if end > start:
+                    regions.append(Region(start, y, min(end, width) - start, 1))
+            if regions:
+                self.refresh(*regions)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._render_lines(width))
@@ -116,8 +133,16 @@ class CoreBars(Widget):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        text = self._lines[y] if y < len(self._lines) else ""
-        return Strip([Segment(text[:width].ljust(width), self.rich_style)], width)
+        text = (self._lines[y] if y < len(self._lines) else "")[:width].ljust(width)
+        style = self.rich_style
+        # A segment per grid cell ("NN ██░░  45%"), so a partial update starts at the
+        # core that changed (gputui.ui.term_output writes from a segment's start).
+        shape = self._grid_shape(width)
+        step = shape[2] + GRID_GAP if shape is not None else 0
+        if not step:
+            return Strip([Segment(text, style)], width)
+        return Strip([Segment(text[i:i + step], style) for i in range(0, len(text), step)],
+                     width)
 
 
 class HostPanel(Vertical):

@@ -11,8 +11,8 @@ COMMAND takes whatever width is left, and a long command ends in an ellipsis.
 
 The table never scrolls sideways (a horizontal scrollbar at 80 columns hid the commands
 and left its thumb's partial-block glyph, `▋`, in the table's last line): when COMMAND
-would get less than COMMAND_WANT cells, RSS, then TIME, then CPU% are dropped, then USER
-is narrowed. Sorting still works on a dropped column (the title says so).
+would get less than COMMAND_WANT cells, optional columns are dropped, then USER
+is narrowed (OPTIONAL gives the order). Sorting still works on a dropped column (the title says so).
 """
 
 from __future__ import annotations
@@ -48,27 +48,61 @@ def _age(p: GpuProcess, now: float) -> float | None:
     return None if p.started is None else max(0.0, now - p.started)
 
 
+def _util(attr: str) -> Column:
+    """A per-process utilisation column (% of the GPU since the previous process reading).
+    None means the driver gave no sample for it (it did not run there): "—", not N/A."""
+    def raw(p: GpuProcess, _n: float) -> int | None:
+        return getattr(p, attr)
+
+    def show(p: GpuProcess, _n: float) -> str:
+        v = getattr(p, attr)
+        return NO_SAMPLE if v is None else f"{v}"
+
+    return Column(attr.removesuffix("_pct"), UTIL_LABELS[attr], raw, show, True)
+
+
+NO_SAMPLE = "—"
+UTIL_LABELS = {"sm_util_pct": "SM%", "mem_util_pct": "MEM%", "enc_util_pct": "ENC%",
+               "dec_util_pct": "DEC%"}
 COLUMNS: tuple[Column, ...] = (
     Column("gpu", "GPU", lambda p, _n: p.gpu_index, lambda p, _n: str(p.gpu_index), True),
     Column("pid", "PID", lambda p, _n: p.pid, lambda p, _n: str(p.pid), True),
-    # USER and COMMAND come from other people (any local user controls their own argv):
-    # control characters are shown escaped, never sent to the terminal.
+    # USER, CONTAINER and COMMAND come from other people (any local user controls their
+    # own argv and cgroup names): control characters and markup are shown escaped.
     Column("user", "USER", lambda p, _n: p.user,
            lambda p, _n: printable(p.user) if p.user else NA, False, 12),
     Column("gpu_mem", "GPU MEM", lambda p, _n: p.gpu_mem_bytes,
            lambda p, _n: fmt_bytes(p.gpu_mem_bytes), True),
+    _util("sm_util_pct"),
+    _util("mem_util_pct"),  # the memory controller (bandwidth), not memory used
+    _util("enc_util_pct"),
+    _util("dec_util_pct"),
     Column("cpu", "CPU%", lambda p, _n: p.cpu_pct,
            lambda p, _n: NA if p.cpu_pct is None else f"{p.cpu_pct:.0f}", True),
     Column("rss", "RSS", lambda p, _n: p.rss_bytes, lambda p, _n: fmt_bytes(p.rss_bytes), True),
     Column("time", "TIME", _age,
            lambda p, n: NA if (a := _age(p, n)) is None else fmt_duration(a), True),
+    Column("container", "CONTAINER", lambda p, _n: p.container,
+           lambda p, _n: printable(p.container) if p.container else NO_SAMPLE, False, 24),
     Column("command", "COMMAND", lambda p, _n: p.command,
            lambda p, _n: printable(p.command) if p.command else NA),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 COLUMNS_BY_KEY = {c.key: c for c in COLUMNS}
 COMMAND_WANT = 20  # below this, less important columns make room for the command
-OPTIONAL = ("rss", "time", "cpu")  # dropped in this order when the table is narrow
+# The extra columns stay only while COMMAND still gets this much: a command line cut to
+# 20 cells ("python train.py --r…") says less than the codec or container columns.
+COMMAND_WANT_EXTRAS = 32
+COMMAND_WANT_SM = 26  # "python train.py --run 4242" whole beats an SM% column
+# (column, the COMMAND width below which it is dropped), in the order they are dropped
+# when the table is narrow: the codec columns (rarely non-zero on a training box) first,
+# then the container, memory-controller %, SM%, RSS, TIME and CPU%. GPU, PID, USER,
+# GPU MEM and COMMAND always stay.
+OPTIONAL: tuple[tuple[str, int], ...] = (
+    ("dec_util", COMMAND_WANT_EXTRAS), ("enc_util", COMMAND_WANT_EXTRAS),
+    ("container", COMMAND_WANT_EXTRAS), ("mem_util", COMMAND_WANT_EXTRAS),
+    ("sm_util", COMMAND_WANT_SM), ("rss", COMMAND_WANT), ("time", COMMAND_WANT),
+    ("cpu", COMMAND_WANT))
 USER_MIN_WIDTH = 6
 
 
@@ -135,8 +169,8 @@ class ProcessTable(DataTable[Cell]):
         def room() -> int:
             return avail - sum(widths[k] + pad for k in visible if k != "command") - pad
 
-        for key in OPTIONAL:
-            if room() >= COMMAND_WANT:
+        for key, want in OPTIONAL:  # `want` never grows along the order
+            if room() >= want:
                 break
             visible.remove(key)
         short = COMMAND_WANT - room()
@@ -281,7 +315,7 @@ class ProcessTable(DataTable[Cell]):
     def set_sort(self, column: str, reverse: bool | None = None) -> None:
         if reverse is None:
             # Numbers are most useful biggest first; text A→Z.
-            reverse = column not in ("gpu", "pid", "user", "command")
+            reverse = column not in ("gpu", "pid", "user", "container", "command")
         self.sort_column, self.sort_reverse = column, reverse
         for key in self.shown_columns:
             self.columns[self.columns_key(key)].label = self._label(COLUMNS_BY_KEY[key])

@@ -15,6 +15,8 @@ from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputui.ui.widgets.gpu_view import ago_text
+
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
@@ -58,11 +60,12 @@ class FixedSparkline(Widget):
     FixedSparkline.-error { color: $error; }
     """
 
-    def __init__(self, gpu: int, metric: str, *, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(self, gpu: int, metric: str, *, series: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.gpu = gpu
         self.metric = metric
+        self.series = series or metric  # the History series drawn (see SPARK_SERIES)
         self.vmax: float | None = None
         self._history: HistoryLike | None = None
         self._seconds = 300.0
@@ -80,7 +83,7 @@ class FixedSparkline(Widget):
         width = self.size.width
         if self._history is None or width <= 0:
             return
-        values = self._history.buckets(self.gpu, self.metric, self._seconds, width)
+        values = self._history.buckets(self.gpu, self.series, self._seconds, width)
         rows = sparkline_rows(values, self.vmax, self.size.height)
         if rows != self._rows:
             self._values = values
@@ -100,3 +103,48 @@ class FixedSparkline(Widget):
         text = text[:width].ljust(width)
         # One segment per row: a single style (the widget's colour) for all cells.
         return Strip([Segment(text, self.rich_style)], width)
+
+
+def time_axis(seconds: float, width: int) -> str:
+    """The line under a sparkline `width` cells wide that shows `seconds`: how long ago
+    its left edge, its middle and its right edge ("now") are."""
+    left, mid, right = ago_text(seconds), ago_text(seconds / 2), "now"
+    if width < len(left) + len(right) + 1:
+        return right.rjust(width)[:width]
+    line = list(left + " " * (width - len(left) - len(right)) + right)
+    start = width // 2 - len(mid) // 2
+    if start > len(left) + 1 and start + len(mid) < width - len(right) - 1:
+        line[start:start + len(mid)] = mid
+    return "".join(line)
+
+
+class WindowLine(Widget):
+    """One line of text that depends only on its width and the history window (seconds):
+    redrawn when either changes, never per tick."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.seconds = 300.0
+
+    def set_seconds(self, seconds: float) -> None:
+        if seconds != self.seconds:
+            self.seconds = seconds
+            self.refresh()
+
+    def line(self, width: int) -> str:
+        raise NotImplementedError
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        return Strip([Segment(self.line(width)[:width].ljust(width), self.rich_style)], width)
+
+
+class TimeAxis(WindowLine):
+    """The time axis under a column of sparklines."""
+
+    DEFAULT_CSS = """
+    TimeAxis { height: 1; color: $text-muted; }
+    """
+
+    def line(self, width: int) -> str:
+        return time_axis(self.seconds, width)

@@ -1,0 +1,48 @@
+"""Repaint only the cells that changed: what a one-line widget hands `refresh(Region)`.
+
+Textual sends the terminal only the regions marked dirty; a widget that calls plain
+`refresh()` has every cell of it rewritten even when one digit of a clock moved. Over
+SSH at 1 Hz that is most of what a monitor writes.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.text import Text
+
+
+def _cells(text: Text) -> list[tuple[str, object]] | None:
+    """(character, style) per cell; None where a wide character makes cells and
+    characters disagree (the caller then repaints the whole line)."""
+    plain = text.plain
+    if cell_len(plain) != len(plain):
+        return None
+    styles: list[object] = [text.style] * len(plain)
+    for span in text.spans:
+        for i in range(max(0, span.start), min(len(plain), span.end)):
+            styles[i] = (styles[i], span.style)
+    return list(zip(plain, styles, strict=True))
+
+
+def changed_span(old: Text, new: Text) -> tuple[int, int] | None:
+    """[start, end) of the cells that differ between two one-line texts; (0, 0) when
+    they draw the same; None when it cannot be told cell by cell (repaint it all)."""
+    a, b = _cells(old), _cells(new)
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    blank = ("", None)
+    a += [blank] * (n - len(a))
+    b += [blank] * (n - len(b))
+    start = next((i for i in range(n) if a[i] != b[i]), n)
+    if start == n:
+        return 0, 0
+    end = next(i for i in range(n - 1, start - 1, -1) if a[i] != b[i]) + 1
+    return start, end
+
+
+def changed_lines(old: list[str], new: list[str]) -> list[int]:
+    """Rows whose text differs (rows past the shorter list count as changed)."""
+    n = max(len(old), len(new))
+    return [y for y in range(n) if (old[y] if y < len(old) else None)
+            != (new[y] if y < len(new) else None)]

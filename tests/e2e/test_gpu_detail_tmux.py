@@ -1,0 +1,57 @@
+"""The real `gputui` in tmux against the fake NVML (#15 items 5, 6, 7, 9 as a user sees
+them): per-process SM% / MEM% / ENC% / DEC% in the process table, the GPU detail screen
+(`i`), and a clock-change alert."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.tmux import TmuxSession
+from tests.fakenvml.harness import FakeNvmlLib, write_scenario
+
+pytestmark = pytest.mark.e2e
+
+Start = Callable[..., TmuxSession]
+
+
+@pytest.fixture
+def sleeper() -> Iterator[int]:
+    """A real process for the fake GPU to list (psutil describes it)."""
+    child = subprocess.Popen(["sleep", "300"])
+    yield child.pid
+    child.kill()
+    child.wait()
+
+
+def test_process_columns_detail_screen_and_clock_alert(
+        tui: Start, fake_nvml_lib: FakeNvmlLib, isolated_env: dict[str, str],
+        tmp_path: Path, sleeper: int) -> None:
+    scenario = write_scenario(tmp_path / "detail.conf", {
+        "device_count": 1, "gpu.0.processes": {sleeper: 30 * 2**30},
+        "gpu.0.process_util": f"{sleeper}:87:41:3:12",
+        "gpu.0.mem_temp_c": 71, "gpu.0.temp_mem_max_c": 95,
+        "gpu.0.nvlink": 1, "gpu.0.nvlink_links": 4, "gpu.0.nvlink_down_mask": 8,
+        "gpu.0.clock_events_at_s": [2.0, 2.1, 2.2]})
+    session = tui(fake_nvml_lib.env(scenario, base=isolated_env), width=160, height=50)
+    session.wait_for(["SM%", "MEM%", "ENC%", "DEC%", "CONTAINER"], timeout=30)
+    row = session.wait_for(f" {sleeper} ", timeout=15)
+    line = next(ln for ln in row.splitlines() if f" {sleeper} " in ln)
+    assert "sleep 300" in line and " 87 " in line and " 41 " in line and " 12 " in line
+    # Three clock changes in 0.2 s: one alert (its toast may be gone: read the screen).
+    session.send_keys("a")
+    screen = session.wait_for("GPU 0: clocks changed 3 times", timeout=15)
+    assert screen.count("clock_change") == 1
+    session.send_keys("Escape")
+    # Wait before the next key: ESC followed at once by "i" reads as alt+i.
+    session.wait_for("CONTAINER", timeout=10)
+    session.send_keys("i")
+    screen = session.wait_for(["Identity", "memory (HBM)       71°C of limit 95°C",
+                               "links              4, 3 up", "link 3             down"],
+                              timeout=10)
+    assert "Traceback" not in screen
+    session.send_keys("Escape")
+    session.wait_for("CONTAINER", timeout=10)  # back on the monitor

@@ -1,0 +1,87 @@
+"""Repaint only what changed (#14 item 10): the header's clock tick and the host's core
+bars mark just the changed cells or rows dirty, so the terminal gets those, not the line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from rich.text import Text
+from textual.geometry import Region
+
+from gputui.ui.widgets.header import AppHeader
+from gputui.ui.widgets.host_panel import CoreBars
+from gputui.ui.widgets.partial import changed_lines, changed_span
+from tests.ui.helpers import gpu, host, snap
+from tests.ui.test_app import make_app
+
+
+def test_changed_span_finds_the_cells_that_differ() -> None:
+    assert changed_span(Text("12:00:07 ok"), Text("12:00:08 ok")) == (7, 8)
+    assert changed_span(Text("same"), Text("same")) == (0, 0)
+    styled = Text("abc")
+    styled.stylize("bold", 1, 2)
+    assert changed_span(Text("abc"), styled) == (1, 2)  # a style change counts
+    assert changed_span(Text("a"), Text("abc")) == (1, 3)
+    assert changed_span(Text("⏳ 1"), Text("⏳ 2")) is None  # wide: repaint the line
+    assert changed_lines(["a", "b", "c"], ["a", "x", "c", "d"]) == [1, 3]
+
+
+async def test_a_clock_tick_repaints_only_the_seconds() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)]))
+        await pilot.pause()
+        header = app.query_one(AppHeader)
+        right = header._right
+        before = right.text.plain
+        right._dirty_regions.clear()
+        header.set_info(replace(header.info, time=header.info.time + timedelta(seconds=1)))
+        after = right.text.plain
+        assert before != after and len(before) == len(after)
+        start, end = changed_span(Text(before), Text(after)) or (0, 0)
+        assert end - start <= 2  # ":57" → ":58": the last digit (two at a ten)
+        dirty = list(right._dirty_regions)
+        offset = right.content_offset
+        assert dirty == [Region(start, 0, end - start, 1).translate(offset)]
+        await pilot.pause()
+        assert after.strip() in header._right.render().plain
+
+
+async def test_core_bars_repaint_only_rows_that_moved() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        cores = tuple(float(10 * i) for i in range(8))
+        sampler.ingest(snap(0, [gpu(0)], host=host(cpu_per_core_pct=cores)))
+        await pilot.pause()
+        bars = app.query_one(CoreBars)
+        assert len(bars._lines) >= 2, bars._lines  # a grid: more than one row to spare
+        bars._dirty_regions.clear()
+        moved = list(cores)
+        moved[0] = 99.0  # core 0 is on the first row (column-major)
+        bars.set_cores(tuple(moved))
+        offset = bars.content_offset
+        (dirty,) = bars._dirty_regions  # one region: row 0, within core 0's cell
+        cell = bars._grid_shape(bars.size.width)
+        assert cell is not None
+        assert dirty.y == offset.y and dirty.height == 1
+        assert offset.x <= dirty.x and dirty.right <= offset.x + cell[2]
+        strip = bars.render_line(0)
+        assert len(list(strip)) >= 2  # a segment per grid cell
+
+
+async def test_ram_moving_by_bytes_repaints_nothing_until_a_cell_changes() -> None:
+    from gputui.ui.widgets.gauge import Gauge
+
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)]))
+        await pilot.pause()
+        ram = app.query_one("#h-ram", Gauge)
+        ram.set(0.5, "32.0/64.0G")
+        await pilot.pause()
+        ram._dirty_regions.clear()
+        ram.set(0.5 + 1e-7, "32.0/64.0G")  # a few KiB more: the same cells
+        assert not ram._dirty_regions and ram.fraction == 0.5 + 1e-7
+        ram.set(0.75, "48.0/64.0G")
+        assert ram._dirty_regions

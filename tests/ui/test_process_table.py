@@ -1,0 +1,184 @@
+"""The process table's per-process columns (#15 item 5): SM%, MEM% (memory controller),
+ENC%, DEC% and CONTAINER, driven with Pilot and a sampler fed by hand."""
+
+from __future__ import annotations
+
+import os
+
+from gputui.telemetry.host import HostSource
+from gputui.telemetry.model import GpuProcess, Snapshot
+from gputui.telemetry.sampler import Sampler
+from gputui.ui.app import GputuiApp
+from gputui.ui.options import AppOptions
+from gputui.ui.screens.monitor import PROCESS_REFRESH_S
+from gputui.ui.widgets.process_table import ProcessTable
+from tests.ui.helpers import gpu, proc, screen_text, snap
+
+UTIL_KEYS = ("sm_util", "mem_util", "enc_util", "dec_util")
+
+
+def make_app() -> tuple[GputuiApp, Sampler]:
+    sampler = Sampler(interval=1.0, nvml=None)
+    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
+
+
+def _rows(app: GputuiApp) -> list[str]:
+    """The table's lines as shown (between its borders), header first."""
+    table = app.query_one(ProcessTable)
+    region = table.region
+    lines = screen_text(app).splitlines()[region.y + 1:region.bottom - 1]
+    return [line[region.x + 1:region.right - 1] for line in lines]
+
+
+def _cells(table: ProcessTable, pid: int, gpu_index: int = 0) -> dict[str, str]:
+    """Every shown column's text in one process's row."""
+    row = table.get_row(f"{gpu_index}:{pid}")
+    return {key: cell.text.plain for key, cell in zip(table.shown_columns, row, strict=True)}
+
+
+def three(t: int = 0) -> Snapshot:
+    return snap(t, [gpu(0), gpu(1)], [
+        proc(11, 0, 20, sm_util_pct=87, mem_util_pct=41, enc_util_pct=0, dec_util_pct=12,
+             container="docker:0123456789ab"),
+        proc(22, 0, 30, sm_util_pct=5, mem_util_pct=2, enc_util_pct=33, dec_util_pct=0,
+             container="containerd:abcdef012345 pod 6f1a2b3c-0000-4000-8000-000000000001"),
+        proc(33, 1, 10, sm_util_pct=None, mem_util_pct=None, enc_util_pct=None,
+             dec_util_pct=None, container=None),
+    ])
+
+
+async def test_per_process_values_are_shown_exactly() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(250, 70)) as pilot:
+        sampler.ingest(three())
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        assert all(k in table.shown_columns for k in (*UTIL_KEYS, "container"))
+        header = _rows(app)[0]
+        for label in ("SM%", "MEM%", "ENC%", "DEC%", "CONTAINER"):
+            assert f" {label}" in header
+        a, b, c = _cells(table, 11), _cells(table, 22), _cells(table, 33, 1)
+        assert [a[k] for k in UTIL_KEYS] == ["87", "41", "0", "12"]
+        assert [b[k] for k in UTIL_KEYS] == ["5", "2", "33", "0"]
+        assert a["container"] == "docker:0123456789ab"
+        # A pod name longer than the column's cap ends in "…", never wraps.
+        assert b["container"].startswith("containerd:abcdef012345 pod")
+        # No sample from the driver for the process (or not in a container): "—", not 0.
+        assert [c[k] for k in (*UTIL_KEYS, "container")] == ["—"] * 5
+        text = screen_text(app)
+        assert "docker:0123456789ab" in text
+        row11 = next(line for line in _rows(app) if " 11 " in line)
+        assert row11.split()[4:8] == ["87", "41", "0", "12"]  # after GPU, PID, USER, GPU MEM
+
+
+async def test_sorting_by_sm_percent_orders_rows_and_missing_go_last() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(250, 70)) as pilot:
+        sampler.ingest(three())
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+
+        def pids() -> list[int]:
+            return [int(str(table.get_row_at(i)[1].raw)) for i in range(table.row_count)]
+
+        table.set_sort("sm_util")
+        await pilot.pause()
+        assert pids() == [11, 22, 33]  # biggest first; no sample last
+        assert "SM%▼" in _rows(app)[0]
+        table.set_sort("sm_util", reverse=False)
+        assert pids() == [22, 11, 33]  # smallest first; no sample still last
+        table.set_sort("enc_util")
+        assert pids() == [22, 11, 33]
+        table.set_sort("container", reverse=False)
+        assert pids() == [22, 11, 33]  # containerd… < docker…, none last
+        # New values with the next process reading (the table repaints at most every
+        # PROCESS_REFRESH_S when the same processes are there): the order follows.
+        sampler.ingest(snap(PROCESS_REFRESH_S, [gpu(0), gpu(1)], [
+            proc(11, 0, 20, sm_util_pct=3), proc(22, 0, 30, sm_util_pct=90),
+            proc(33, 1, 10, sm_util_pct=50)]))
+        await pilot.pause()
+        table.set_sort("sm_util")
+        assert pids() == [22, 33, 11]
+        assert _cells(table, 22)["sm_util"] == "90"
+
+
+async def test_hostile_container_and_command_text_is_escaped() -> None:
+    app, sampler = make_app()
+    evil_container = "docker:[bold red]x\x1b[2J\x07"
+    evil_command = "python [link=http://x]click[/link] \x1b]0;pwned\x07 train.py"
+    async with app.run_test(size=(250, 70)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)], [proc(7, 0, 5, container=evil_container,
+                                                command=evil_command)]))
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        cells = _cells(table, 7)
+        assert "\x1b" not in cells["container"] and "\x07" not in cells["container"]
+        assert cells["container"] == "docker:[bold red]x\\x1b[2J\\x07"
+        assert cells["command"] == "python [link=http://x]click[/link] \\x1b]0;pwned\\x07 train.py"
+        text = screen_text(app)
+        assert "[bold red]x\\x1b" in text  # shown literally, markup not applied
+        assert "\x1b" not in text
+
+
+async def test_narrow_tables_drop_the_new_columns_first_and_never_cut_a_number() -> None:
+    app, sampler = make_app()
+    big = snap(0, [gpu(0), gpu(1)], [
+        proc(4194303, 1, 1023.5, sm_util_pct=100, mem_util_pct=100, enc_util_pct=100,
+             dec_util_pct=100, container="podman:0123456789ab")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        sampler.ingest(big)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        # PID, USER, GPU MEM and COMMAND stay; every other column made room for COMMAND.
+        assert table.shown_columns == ("gpu", "pid", "user", "gpu_mem", "command")
+        row = _rows(app)[1]
+        assert " 4194303 " in row and "1023.5GiB" in row
+        for size, want in (
+                ((120, 40), ("gpu", "pid", "user", "gpu_mem", "cpu", "rss", "time", "command")),
+                ((250, 70), ("gpu", "pid", "user", "gpu_mem", *UTIL_KEYS, "cpu", "rss",
+                             "time", "container", "command"))):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            assert table.shown_columns == want
+            row = next(line for line in _rows(app) if "4194303" in line).split()
+            # Every shown percentage whole (CPU% is 98 here): as many "100" as columns.
+            assert row.count("100") == sum(k in UTIL_KEYS for k in want)
+            assert "1023.5GiB" in row
+
+
+async def test_the_same_pid_on_two_gpus_shows_the_same_cpu_percent() -> None:
+    """#14 item 9: one psutil reading per PID per tick, copied to its other rows."""
+    host = HostSource()
+    me = os.getpid()
+    rows = (GpuProcess(gpu_index=0, pid=me, gpu_mem_bytes=1),
+            GpuProcess(gpu_index=1, pid=me, gpu_mem_bytes=2))
+    host.describe(rows)
+    sum(i * i for i in range(200_000))  # some CPU for psutil to measure
+    first, second = host.describe(rows)
+    app, sampler = make_app()
+    async with app.run_test(size=(250, 70)) as pilot:
+        sampler.ingest(snap(0, [gpu(0), gpu(1)], [first, second]))
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        a, b = _cells(table, me, 0), _cells(table, me, 1)
+        assert a["cpu"] == b["cpu"] == f"{first.cpu_pct:.0f}"
+        assert first.cpu_pct == second.cpu_pct
+
+
+async def test_the_monitor_profile_reads_per_process_utilisation(fake_nvml: object) -> None:
+    """The TUI's own field profile, through the real pynvml and the fake library: the
+    columns are fed by NVML, not only by hand-made samples."""
+    me = os.getpid()
+    fake_nvml.use({"device_count": 1, "gpu.0.processes": {me: 3 * 2**30},  # type: ignore[attr-defined]
+                   "gpu.0.process_util": f"{me}:87:41:0:12"}, frozen_time=1.0)
+    sampler = Sampler.open(interval=1.0, profile="monitor")
+    try:
+        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+        async with app.run_test(size=(250, 70)) as pilot:
+            sampler.tick()
+            await pilot.pause()
+            cells = _cells(app.query_one(ProcessTable), me)
+            assert [cells[k] for k in UTIL_KEYS] == ["87", "41", "0", "12"]
+            assert cells["gpu_mem"] == "3.0GiB"
+    finally:
+        sampler.close()
