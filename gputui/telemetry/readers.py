@@ -35,6 +35,10 @@ class DeviceSource(Protocol):
                     ) -> tuple[GpuSample, tuple[GpuProcess, ...] | None]: ...
 
 
+# How long a tick waits for one reader before asking the next one anyway.
+READER_SLOT_S = 0.02
+
+
 @dataclass(frozen=True, slots=True)
 class Reading:
     sample: GpuSample
@@ -134,9 +138,14 @@ class ReaderPool:
              ) -> tuple[tuple[GpuSample, ...], tuple[GpuProcess, ...]]:
         """One tick: ask every idle reader, wait up to `timeout_s`, take what answered."""
         start = time.monotonic()
-        for r in self.readers:
-            r.request(slow=slow, processes=processes)
         deadline = start + timeout_s
+        # One reader at a time while each answers within its slot: 8 threads woken at
+        # once fight over the GIL at every NVML call (ctypes drops it per call), which
+        # cost more CPU than the reads. A reader that takes longer than its slot (a slow
+        # or hung call) is left running and the next one is asked: isolation holds.
+        for r in self.readers:
+            if r.request(slow=slow, processes=processes):
+                r.wait(min(deadline, time.monotonic() + READER_SLOT_S))
         for r in self.readers:
             r.wait(deadline)
         now = time.monotonic()
