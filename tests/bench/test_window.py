@@ -114,12 +114,10 @@ SCENARIO: dict[str, Any] = {
 }
 
 
-def test_recorder_reads_the_fake_nvml_through_the_sampler(fake_nvml: Any) -> None:
-    # The runner's sampler (throttle profile) fed by scripted fake NVML readings: the
-    # fake clock steps 0.25 s, 0.75 s, ... 4.75 s; 2 ≤ t < 4 is power-capped.
+def _scripted_window(fake_nvml: Any) -> WindowStats | None:
+    """The runner's sampler (throttle profile) over ten scripted readings at 2 Hz."""
     from gputui.telemetry.sampler import Sampler
 
-    fake_nvml.use(SCENARIO)
     sampler = Sampler.open(interval=0.5, process_every=1_000_000, profile="throttle")
     recorder = WindowRecorder(0)
     sampler.subscribe(recorder)
@@ -130,7 +128,15 @@ def test_recorder_reads_the_fake_nvml_through_the_sampler(fake_nvml: Any) -> Non
             monos.append(sampler.tick().mono)
     finally:
         sampler.close()
-    w = window_stats(recorder.readings(), [(monos[0], monos[-1])])
+    return window_stats(recorder.readings(), [(monos[0], monos[-1])])
+
+
+
+def test_recorder_reads_the_fake_nvml_through_the_sampler(fake_nvml: Any) -> None:
+    # The runner's sampler (throttle profile) fed by scripted fake NVML readings: the
+    # fake clock steps 0.25 s, 0.75 s, ... 4.75 s; 2 ≤ t < 4 is power-capped.
+    fake_nvml.use(SCENARIO)
+    w = _scripted_window(fake_nvml)
     assert w is not None and w.readings == 10
     assert w.clock_sm_mhz_mean == (6 * 1410 + 4 * 1200) / 10 and w.clock_sm_mhz_min == 1200
     assert w.clock_mem_mhz_mean == 1593 and w.clock_mem_mhz_min == 1593
@@ -143,21 +149,9 @@ def test_recorder_reads_the_fake_nvml_through_the_sampler(fake_nvml: Any) -> Non
 def test_clocks_setting_reason_is_recorded_apart_from_throttling(fake_nvml: Any) -> None:
     # Application (or, where the driver reports it so, locked) clocks for the whole run:
     # reason 0x2 in every reading, the power cap (0x4) on top for 2 ≤ t < 4.
-    from gputui.telemetry.sampler import Sampler
-
     fake_nvml.use({**SCENARIO, "gpu.0.throttle_reasons": "0x2",
                    "gpu.0.during.throttle_reasons": "0x6"})
-    sampler = Sampler.open(interval=0.5, process_every=1_000_000, profile="throttle")
-    recorder = WindowRecorder(0)
-    sampler.subscribe(recorder)
-    try:
-        monos = []
-        for i in range(10):
-            fake_nvml.set_time(0.25 + 0.5 * i)
-            monos.append(sampler.tick().mono)
-    finally:
-        sampler.close()
-    w = window_stats(recorder.readings(), [(monos[0], monos[-1])])
+    w = _scripted_window(fake_nvml)
     assert w is not None and w.readings == 10
     assert w.clocks_setting_fraction == 1.0
     assert w.throttled_fraction == 0.4 and w.throttle_reasons == ("sw_power_cap",)
