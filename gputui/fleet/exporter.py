@@ -82,6 +82,7 @@ DCGM_VALUES: tuple[DcgmValue, ...] = (
     DcgmValue(mn.ENC_UTIL, lambda g: g.enc_util_pct),
     DcgmValue(mn.DEC_UTIL, lambda g: g.dec_util_pct),
     DcgmValue(mn.PCIE_REPLAY_COUNTER, lambda g: g.pcie_replay_count),
+    DcgmValue(mn.NVLINK_BANDWIDTH_TOTAL, lambda g: g.nvlink_bytes_total),
     DcgmValue(mn.CORRECTABLE_REMAPPED_ROWS, lambda g: g.remap_correctable_rows),
     DcgmValue(mn.UNCORRECTABLE_REMAPPED_ROWS, lambda g: g.remap_uncorrectable_rows),
     DcgmValue(mn.ROW_REMAP_FAILURE, lambda g: g.remap_failure),

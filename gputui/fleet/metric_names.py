@@ -35,6 +35,8 @@ PERCENT = Unit("%", _same, _same)
 RATIO = Unit("ratio 0..1", lambda pct: pct / 100, lambda r: r * 100)
 # DCGM reports framebuffer sizes as whole MiB (rounded down, as NVML's bytes // MiB).
 MIB_UNIT = Unit("MiB", lambda b: b // MIB, lambda mib: mib * MIB)
+# NVLink data counters: NVML's KiB, as DCGM passes them on.
+KIB_UNIT = Unit("KiB", lambda b: b // 1024, lambda kib: kib * 1024)
 WATT = Unit("W", _same, _same)
 MILLIJOULE = Unit("mJ", lambda j: round(j * 1000), lambda mj: mj / 1000)
 CELSIUS = Unit("C", _same, _same)
@@ -98,6 +100,10 @@ MEMORY_TEMP = DcgmField("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature 
                         CELSIUS)
 ENC_UTIL = DcgmField("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", PERCENT)
 DEC_UTIL = DcgmField("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", PERCENT)
+NVLINK_BANDWIDTH_TOTAL = DcgmField(
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+    "Total number of NVLink bandwidth counters for all lanes (data sent + received, KiB).",
+    KIB_UNIT)
 PCIE_REPLAY_COUNTER = DcgmField("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter",
                                 "Total number of PCIe retries.", COUNT)
 UNCORRECTABLE_REMAPPED_ROWS = DcgmField("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",

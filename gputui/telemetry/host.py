@@ -14,6 +14,11 @@ from gputui.telemetry.model import GpuProcess, HostSample
 
 # psutil's CPU % is a delta since the previous call; shorter windows are noise.
 MIN_CPU_WINDOW_S = 0.1
+# Swap moves slowly and psutil reads all of /proc/vmstat for it: every few seconds.
+SWAP_EVERY_S = 5.0
+# A GPU process this host cannot see (another PID namespace: gputui in a container) is
+# looked up again only this often, not every tick.
+MISSING_RETRY_S = 10.0
 
 
 class HostSource:
@@ -25,11 +30,17 @@ class HostSource:
         psutil.cpu_percent(None, percpu=True)
         self._primed_at: float | None = time.monotonic()
         self._procs: dict[int, psutil.Process] = {}
+        self._missing: dict[int, float] = {}  # pid → when it was last found missing
+        self._swap: tuple[float, int, int] | None = None  # (read at, used, total)
         self._containers = ContainerNames()
 
     def read(self) -> HostSample:
         vm = psutil.virtual_memory()
-        sw = psutil.swap_memory()
+        now = time.monotonic()
+        if self._swap is None or now - self._swap[0] >= SWAP_EVERY_S:
+            sw = psutil.swap_memory()
+            self._swap = (now, int(sw.used), int(sw.total))
+        _, swap_used, swap_total = self._swap
         try:
             load = tuple(round(x, 2) for x in os.getloadavg())
         except OSError:
@@ -47,8 +58,8 @@ class HostSource:
             cpu_per_core_pct=per_core,
             mem_used_bytes=int(vm.total - vm.available),
             mem_total_bytes=int(vm.total),
-            swap_used_bytes=int(sw.used),
-            swap_total_bytes=int(sw.total),
+            swap_used_bytes=swap_used,
+            swap_total_bytes=swap_total,
             load_avg=load,  # type: ignore[arg-type]
         )
 
@@ -59,6 +70,8 @@ class HostSource:
         delta since the previous call on the same object.
         """
         alive: dict[int, psutil.Process] = {}
+        now = time.monotonic()
+        missing = {pid: t for pid, t in self._missing.items() if now - t < MISSING_RETRY_S}
         out: list[GpuProcess] = []
         # One psutil reading per PID per tick: a process on two GPUs has two rows, and a
         # second cpu_percent() on the same object would measure the microseconds since
@@ -72,6 +85,10 @@ class HostSource:
                                    started=first.started, container=first.container))
                 continue
             proc = self._procs.get(p.pid) or alive.get(p.pid)
+            if proc is None and p.pid in missing:
+                out.append(p)  # not visible from here (looked up again later)
+                described[p.pid] = p
+                continue
             try:
                 if proc is None:
                     proc = psutil.Process(p.pid)
@@ -89,6 +106,7 @@ class HostSource:
                     ))
                 alive[p.pid] = proc
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                missing[p.pid] = now
                 out.append(p)
             except psutil.AccessDenied:
                 out.append(replace(p, user=_safe(proc.username) if proc else None))
@@ -96,6 +114,7 @@ class HostSource:
                     alive[p.pid] = proc
             described[p.pid] = out[-1]
         self._procs = alive
+        self._missing = missing
         return tuple(out)
 
 

@@ -116,6 +116,9 @@ class GpuSample:
     retired_pages_pending: bool | None = None  # retirement waits for the next reset
     # Every NVLink link of the GPU (None: no NVLink), read every few ticks.
     nvlink_links: tuple[NvLink, ...] | None = None
+    # NVLink payload sent plus received over all links since boot, bytes (a counter:
+    # dcgm-exporter's DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL), read every few ticks.
+    nvlink_bytes_total: int | None = None
     # Lowest and highest of the driver's own samples (every ~100 ms) since the last tick
     # (nvmlDeviceGetSamples): a power spike between 1 s ticks, the kind that trips a power
     # brake, shows here though power_w missed it.

@@ -23,6 +23,11 @@ def kbps_to_bps(kilobytes_per_s: int | None) -> float | None:
     return None if kilobytes_per_s is None else float(kilobytes_per_s * KIB)
 
 
+def kib_to_bytes(kibibytes: int | None) -> int | None:
+    """NVML's NVLink data counters count KiB."""
+    return None if kibibytes is None else int(kibibytes) * KIB
+
+
 def cuda_version_str(version: int | None) -> str | None:
     """NVML encodes the CUDA driver version as 1000*major + 10*minor (12040 → "12.4")."""
     if version is None:

@@ -1,12 +1,17 @@
-"""Write a partial screen update from its first changed segment, not its widget's edge.
+"""Write a partial screen update as a curses-style terminal writer would.
 
 Textual's driver renders a partial update (`ChopsUpdate.render_segments`) by writing
 every dirty line from the left edge of each widget it touches up to the end of the
-dirty region: a GPU row whose utilization digit changed is rewritten from its index
-and name onwards, every tick. This writer starts at the first dirty cell instead (at
-the start of a wide character that straddles it, never half of one) and still stops
-at the region's end. A widget that marks only its changed cells dirty then costs the
-terminal about those cells.
+dirty region, and each segment as "set style, text, reset": a GPU row whose
+utilization digit changed is rewritten from its index and name onwards, and one
+changed digit costs ~35 bytes of escapes. This writer
+- starts at the first dirty cell instead (at the start of a wide character that
+  straddles it, never half of one) and still stops at the region's end;
+- keeps the terminal's style between segments and emits an SGR sequence only where
+  the style changes (a reset at the end of the update), as curses does;
+- writes no newline between lines: every line starts with an absolute cursor move.
+A widget that marks only its changed cells dirty then costs the terminal about those
+cells and a cursor move.
 
 Installed once by the app (`install()`); Textual versions whose ChopsUpdate lacks the
 fields it reads keep their own writer.
@@ -17,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.cells import cell_len
-from rich.control import Control
+from rich.color import ColorSystem
 from rich.segment import Segment
 from textual.strip import Strip
 
@@ -49,29 +54,83 @@ def from_cell(strip: Strip, x: int, x1: int) -> tuple[int, Strip]:
     return pos, Strip([], 0)
 
 
+def _plain(style: Any) -> bool:
+    """A style without attributes (bold, dim, underline, ...), at most colours."""
+    return not (style._attributes & style._set_attributes) and not style._link
+
+
+class _StyledWriter:
+    """Text with SGR sequences only where the style changes (rich styles' own codes:
+    a change is a reset followed by the new style's full codes, so each cell ends up
+    exactly as Textual's own writer styles it)."""
+
+    def __init__(self, console: Any) -> None:
+        self.color_system = console._color_system or ColorSystem.TRUECOLOR
+        self.out: list[str] = []
+        self.ansi = ""  # the codes in effect on the terminal ("" = reset)
+        self.plain = False  # what is in effect sets colours only (no bold, underline...)
+
+    def move(self, x: int, y: int) -> None:
+        self.out.append(f"\x1b[{y + 1};{x + 1}H")
+
+    def strip(self, strip: Strip) -> None:
+        out = self.out
+        for text, style, control in strip:
+            if control or not text:
+                continue
+            if style is None:
+                ansi = ""
+            elif style._link:  # a hyperlink: Textual's own rendering, then reset
+                self.reset()
+                out.append(Strip.render_style(style, text, self.color_system))
+                continue
+            else:
+                ansi = style._ansi
+                if ansi is None:
+                    ansi = Strip.render_ansi(style, self.color_system)
+            if ansi != self.ansi:
+                # From a plain coloured style to one that sets both colours, the new codes
+                # override everything in effect: no reset needed (4 bytes a change).
+                if not (self.plain and style is not None and _plain(style)
+                        and style._color is not None and style._bgcolor is not None):
+                    self.reset()
+                if ansi:
+                    out.append(f"\x1b[{ansi}m")
+                self.ansi = ansi
+                self.plain = style is not None and _plain(style)
+            out.append(text)
+
+    def reset(self) -> None:
+        if self.ansi:
+            self.out.append("\x1b[0m")
+            self.ansi = ""
+        self.plain = False
+
+    def text(self) -> str:
+        self.reset()
+        return "".join(self.out)
+
+
 def render_segments(update: Any, console: Any) -> str:
-    """What `ChopsUpdate.render_segments` writes, less each chop's unchanged head."""
-    out: list[str] = []
-    move_to = Control.move_to
+    """What `ChopsUpdate.render_segments` writes, less each chop's unchanged head and
+    the repeated style sequences."""
+    w = _StyledWriter(console)
     chops, chop_ends = update.chops, update.chop_ends
-    last_y = update.spans[-1][0]
     for y, x1, x2 in update.spans:
         line = chops[y]
         for end, (x, strip) in zip(chop_ends[y], line.items(), strict=False):
             if strip is None or x > x2 or end <= x1:
                 continue
             if x2 > x >= x1 and end <= x2:
-                out.append(move_to(x, y).segment.text)
-                out.append(strip.render(console))
+                w.move(x, y)
+                w.strip(strip)
                 continue
             start, rest = from_cell(strip, x, x1) if x < x1 else (x, strip)
             rest = rest.crop(0, min(end, x2) - start)
             if rest.cell_length:
-                out.append(move_to(start, y).segment.text)
-                out.append(rest.render(console))
-        if y != last_y:
-            out.append("\n")
-    return "".join(out)
+                w.move(start, y)
+                w.strip(rest)
+    return w.text()
 
 
 def install() -> bool:
@@ -83,8 +142,9 @@ def install() -> bool:
         from textual._compositor import ChopsUpdate
     except ImportError:  # pragma: no cover - a Textual without it
         return False
-    if not all(hasattr(ChopsUpdate, "__init__") and name in ChopsUpdate.__init__.__code__
-               .co_varnames for name in ("chops", "spans", "chop_ends")):
+    fields = ChopsUpdate.__init__.__code__.co_varnames
+    if not hasattr(Strip, "render_ansi") or not all(
+            name in fields for name in ("chops", "spans", "chop_ends")):
         return False  # pragma: no cover - another Textual's layout
     global TEXTUAL_WRITER
     TEXTUAL_WRITER = ChopsUpdate.render_segments

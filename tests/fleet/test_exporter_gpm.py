@@ -119,15 +119,17 @@ def test_exporter_serves_the_rest_of_dcgm_exporters_default_counters(
         "DCGM_FI_DEV_RETIRED_SBE_total": 3,
         "DCGM_FI_DEV_RETIRED_DBE_total": 1,
         "DCGM_FI_DEV_RETIRED_PENDING_total": 1,
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL_total": 123456 + 654321,  # KiB, TX + RX
     }
     for name, v in want.items():
         assert value(s, name, **H100) == v, name
     for name in ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-                 "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"):
+                 "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"):
         assert f"# TYPE {name} counter\n" in page
     # The A100 reports none of them: absent, never 0.
     for name in ("DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_ENC_UTIL",
-                 "DCGM_FI_DEV_PCIE_REPLAY_COUNTER_total", "DCGM_FI_DEV_ROW_REMAP_FAILURE"):
+                 "DCGM_FI_DEV_PCIE_REPLAY_COUNTER_total", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+                 "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL_total"):
         assert not any(n == name and ("gpu", "1") in ls for n, ls in s), name
     # The driver version as dcgm-exporter labels every GPU series.
     assert value(s, "DCGM_FI_DEV_GPU_UTIL", DCGM_FI_DRIVER_VERSION="550.54.15", **H100) == 98

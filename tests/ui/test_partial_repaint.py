@@ -11,7 +11,7 @@ from textual.geometry import Region
 
 from gputui.ui.widgets.header import AppHeader
 from gputui.ui.widgets.host_panel import CoreBars
-from gputui.ui.widgets.partial import changed_lines, changed_span
+from gputui.ui.widgets.partial import changed_lines, changed_runs, changed_span
 from tests.ui.helpers import gpu, host, snap
 from tests.ui.test_app import make_app
 
@@ -25,6 +25,36 @@ def test_changed_span_finds_the_cells_that_differ() -> None:
     assert changed_span(Text("a"), Text("abc")) == (1, 3)
     assert changed_span(Text("⏳ 1"), Text("⏳ 2")) is None  # wide: repaint the line
     assert changed_lines(["a", "b", "c"], ["a", "x", "c", "d"]) == [1, 3]
+
+
+def test_changed_runs_skip_unchanged_stretches_longer_than_a_cursor_move() -> None:
+    old = "CPU  ▎░░░░░░░░░░░░░░░░░░░░    1%"
+    new = "CPU  ▍░░░░░░░░░░░░░░░░░░░░    2%"
+    assert changed_runs(old, new) == [(5, 6), (30, 31)]  # the bar's end, the digit
+    assert changed_runs("a1b2", "a9b8") == [(1, 4)]  # a 1-cell gap: one run
+    assert changed_runs("same", "same") == []
+    assert changed_runs("ab", "abc") is None  # another layout: repaint it all
+    assert changed_runs("⏳ 1", "⏳ 2") is None  # wide character
+
+
+async def test_a_cpu_gauge_tick_repaints_the_bar_end_and_the_digits_only() -> None:
+    from gputui.ui.widgets.gauge import Gauge
+
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)]))
+        await pilot.pause()
+        cpu = app.query_one("#h-cpu", Gauge)
+        cpu.set(0.013, "1%")
+        await pilot.pause()
+        cpu._dirty_regions.clear()
+        cpu.set(0.021, "2%")
+        dirty = sorted(cpu._dirty_regions, key=lambda r: r.x)
+        assert len(dirty) == 2 and all(r.width <= 2 for r in dirty), dirty
+        offset = cpu.content_offset
+        assert dirty[-1].right == offset.x + cpu.size.width - 1  # the digit before "%"
+        await pilot.pause()
+        assert cpu.render_line(0).text.rstrip().endswith("2%")
 
 
 async def test_a_clock_tick_repaints_only_the_seconds() -> None:

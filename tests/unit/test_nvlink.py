@@ -1,5 +1,6 @@
-"""NVLink links (#15 item 9): link count, per-link state and per-link rates (GPM), in the
-sample and the snapshot JSON, through the real pynvml and the fake library."""
+"""NVLink links (#15 item 9): link count, per-link state and per-link rates (GPM), and the
+data sent + received since boot (dcgm-exporter's DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL), in
+the sample and the snapshot JSON, through the real pynvml and the fake library."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ H100_LINKS = (
     NvLink(2, True, 4096 / 3 * MIB, 2048 / 3 * MIB),
     NvLink(3, False, 0.0, 0.0),
 )
+NVLINK_BYTES = (123456 + 654321) * 1024  # gpm.conf: nvlink_tx_kib + nvlink_rx_kib
 
 
 def test_links_states_and_rates(fake_nvml: FakeNvml) -> None:
@@ -31,6 +33,7 @@ def test_links_states_and_rates(fake_nvml: FakeNvml) -> None:
     # First reading: states known, rates need a second GPM sample.
     assert g0.nvlink_links == tuple(NvLink(n.link, n.active) for n in H100_LINKS)
     assert g1.nvlink_links is None  # the A100 scenario has no NVLink
+    assert (g0.nvlink_bytes_total, g1.nvlink_bytes_total) == (NVLINK_BYTES, None)
     (g0, g1), _ = src.read()
     assert g0.nvlink_links == H100_LINKS
     assert fake_nvml.count_for("nvmlDeviceGetNvLinkState") == 5 + 1  # H100: 4 + the 5th; A100: 1
@@ -47,3 +50,18 @@ def test_snapshot_json_lists_the_links(fake_nvml_lib: FakeNvmlLib) -> None:
         {"link": n.link, "active": n.active, "tx_bps": n.tx_bps, "rx_bps": n.rx_bps}
         for n in H100_LINKS]
     assert g1["nvlink_links"] is None
+    assert (g0["nvlink_bytes_total"], g1["nvlink_bytes_total"]) == (NVLINK_BYTES, None)
+
+
+def test_a_driver_without_the_nvlink_data_counters_is_asked_once(fake_nvml: FakeNvml) -> None:
+    # NVLink links, but nvmlDeviceGetFieldValues NOT_SUPPORTED (an older driver).
+    fake_nvml.use({"device_count": 1, "gpu.0.nvlink": 1, "gpu.0.nvlink_links": 2,
+                   "gpu.0.unsupported": "field_values"})
+    src = NvmlSource(fields=ALL_FIELDS, slow_every=1)  # every read a slow tick
+    src.open()
+    for _ in range(3):
+        (g0,), _ = src.read()
+        assert g0.nvlink_bytes_total is None and g0.nvlink_links is not None
+    # Once for the NVLink counters, once for the memory temperature: neither again.
+    assert fake_nvml.count_for("nvmlDeviceGetFieldValues") == 2
+    src.close()

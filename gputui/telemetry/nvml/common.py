@@ -52,6 +52,9 @@ PROCESS_UTIL_KEEP_S = 5.0
 
 # nvmlDeviceGetFieldValues ids (nvml.h) and how each value type is read from the union.
 FI_DEV_MEMORY_TEMP = 82
+FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138  # KiB of payload sent, since boot (per link, or
+FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139  # all links with scopeId ALL_LINKS); received
+ALL_LINKS = 0xFFFFFFFF  # scopeId UINT_MAX: the sum over the device's links
 _FIELD_VALUE_GETTERS: dict[int, Callable[[Any], float]] = {
     pynvml.NVML_VALUE_TYPE_DOUBLE: lambda v: v.dVal,
     pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: lambda v: v.uiVal,
@@ -126,6 +129,7 @@ class _Device:
     remap: tuple[int, int, bool, bool] | None = None
     retired: tuple[int, int, bool] | None = None
     nvlink_states: tuple[bool, ...] | None = None  # per link: active
+    nvlink_bytes_total: int | None = None  # NVLink data sent + received since boot
     sample_seen: dict[int, int] = field(default_factory=dict)  # sampling type → last µs
     # pid → (monotonic time read, (SM, memory, encoder, decoder %)): the latest sample
     process_util: dict[int, tuple[float, tuple[int, int, int, int]]] = field(

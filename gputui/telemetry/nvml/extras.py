@@ -16,11 +16,14 @@ from gputui.telemetry.model import (
 )
 from gputui.telemetry.nvml.common import (
     _FIELD_VALUE_GETTERS,
+    ALL_LINKS,
     FI_DEV_MEMORY_TEMP,
+    FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+    FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
     _Device,
     _GpmSession,
 )
-from gputui.telemetry.units import mw_to_w
+from gputui.telemetry.units import kib_to_bytes, mw_to_w
 
 # nvmlSample_t (timeStamp, then the 8-byte nvmlValue_t union) per value type.
 _SAMPLE_LAYOUTS: dict[int, struct.Struct] = {
@@ -63,6 +66,7 @@ class ExtraReads:
         if dev.retired is not None:
             (out["retired_pages_sbe"], out["retired_pages_dbe"],
              out["retired_pages_pending"]) = dev.retired
+        out["nvlink_bytes_total"] = dev.nvlink_bytes_total
         if dev.nvlink_states is not None:
             rates = dev.gpm.link_rates if dev.gpm is not None else None
             out["nvlink_links"] = tuple(
@@ -120,6 +124,25 @@ class ExtraReads:
             out["power_w_min"], out["power_w_max"] = mw_to_w(lo), mw_to_w(hi)
         else:
             out[f"{key}_min"], out[f"{key}_max"] = int(lo), int(hi)
+
+    def _nvlink_total(self, dev: _Device) -> int | None:
+        """NVLink data sent plus received over all links since boot, bytes: one
+        nvmlDeviceGetFieldValues call for both directions; None unless both answer."""
+        if "nvlink_total" in dev.unsupported:
+            return None
+        values = self._field(dev, "nvlink_total", lambda: pynvml.nvmlDeviceGetFieldValues(
+            dev.handle, [(FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS),
+                         (FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS)]))
+        if not values or len(values) != 2:
+            return None
+        if any(v.nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED for v in values):
+            dev.unsupported.add("nvlink_total")  # an older driver: never asked again
+            return None
+        if any(v.nvmlReturn != pynvml.NVML_SUCCESS for v in values):
+            return None
+        get = _FIELD_VALUE_GETTERS
+        return kib_to_bytes(sum(int(get.get(v.valueType, lambda x: x.ullVal)(v.value))
+                                for v in values))
 
     def _field_value(self, dev: _Device, name: str, field_id: int) -> int | None:
         """One nvmlDeviceGetFieldValues field as an integer; its own NOT_SUPPORTED counts

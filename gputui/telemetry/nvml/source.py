@@ -375,6 +375,7 @@ class NvmlSource(ExtraReads, MigReads):
             cause = (pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
                      pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
             dev.nvlink_states = self._nvlink_states(dev) if "nvlink" in self.fields else None
+            dev.nvlink_bytes_total = self._nvlink_total(dev) if dev.nvlink_states else None
             dev.retired = f(dev, "retired_pages", lambda: (
                 len(pynvml.nvmlDeviceGetRetiredPages(h, cause[0])),
                 len(pynvml.nvmlDeviceGetRetiredPages(h, cause[1])),

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.segment import Segment
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
+
+from gputui.ui.widgets.partial import changed_runs
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
@@ -64,6 +67,7 @@ class Gauge(Widget):
         # RAM used moves by bytes every tick: no repaint unless a cell would change.
         same = (severity == self.severity
                 and self._cells(fraction, text) == self._cells(self.fraction, self.value_text))
+        old = self._plain(self.fraction, self.value_text)
         self.fraction, self.value_text = fraction, text
         if same:
             return
@@ -71,12 +75,32 @@ class Gauge(Widget):
             self.severity = severity
             self.set_class(severity == "warning", "-warning")
             self.set_class(severity == "error", "-error")
-        self.refresh()
+            self.refresh()
+            return
+        # Only the runs of cells that changed (ui/term_output.py writes just those): the
+        # CPU gauge's bar end and digits move every tick, its label and empty bar do not.
+        runs = changed_runs(old, self._plain(fraction, text))
+        if runs is None:
+            self.refresh()
+            return
+        y = (self.size.height - 1) // 2
+        for start, end in runs:
+            self.refresh(Region(start, y, end - start, 1))
 
     def _cells(self, fraction: float | None, text: str) -> tuple[object, str]:
         """What the bar and value draw at the current width (as render_line does)."""
         bar_w = self.size.width - self.label_width - max(len(text), self.value_width) - 1
         return (bar_text(fraction, bar_w) if bar_w >= 3 else None), text
+
+    def _plain(self, fraction: float | None, value: str) -> str:
+        """The characters render_line draws on the gauge's line."""
+        width = self.size.width
+        label = self.label.ljust(self.label_width)[: self.label_width]
+        bar_w = width - len(label) - max(len(value), self.value_width) - 1
+        if bar_w < 3:
+            return f"{label}{value}"[:width].ljust(width)
+        filled, empty = bar_text(fraction, bar_w)
+        return label + filled + empty + " " + value.rjust(width - len(label) - bar_w - 1)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.safe_text import printable
@@ -282,17 +284,35 @@ class GpuRow(Widget):
         self._lines = []
         self.refresh()
 
+    def render_line(self, y: int) -> Strip:
+        """One line straight from the parts laid out by update_frame: a segment per part
+        in its component's style (no Text/Content layout pass per repaint)."""
+        width = self.size.width
+        lines = self._laid_out()
+        base = self.rich_style
+        if y >= len(lines) or width <= 0:
+            return Strip.blank(width, base)
+        segments = [Segment(t, self.get_component_rich_style(cls) if cls else base)
+                    for t, cls in lines[y] if t]
+        return Strip(segments).simplify().adjust_cell_length(width, base)
+
     def render(self) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        lines = self._lines  # laid out by update_frame for this width: not twice a tick
-        if self._lines_width != self.size.width or len(lines) != self.lines:
-            lines = row_lines(self._frame, self.info, self.size.width, self.lines)
-        for y, line in enumerate(lines):
+        """The same lines as rich Text (what `render_line` draws; tests and copies read it)."""
+        text = Text(no_wrap=True, end="")
+        for y, line in enumerate(self._laid_out()):
             if y:
                 text.append("\n")
             for t, cls in line:
                 text.append(t, self.get_component_rich_style(cls) if cls else Style())
         return text
+
+    def _laid_out(self) -> list[tuple[Part, ...]]:
+        """The lines for the current width (laid out by update_frame: not twice a tick)."""
+        width = self.size.width
+        if self._lines_width != width or len(self._lines) != self.lines:
+            self._lines = row_lines(self._frame, self.info, width, self.lines)
+            self._lines_width = width
+        return self._lines
 
 
 class RowsHeader(WindowLine):

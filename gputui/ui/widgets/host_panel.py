@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 from rich.segment import Segment
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Region, Size
@@ -17,7 +16,7 @@ from gputui.telemetry.model import HostSample
 from gputui.telemetry.units import gib
 from gputui.ui.widgets.gauge import Gauge, bar_text
 from gputui.ui.widgets.gpu_panel import TextLine
-from gputui.ui.widgets.partial import changed_lines, changed_span
+from gputui.ui.widgets.partial import changed_lines, changed_runs
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 LABEL = "CORE "
@@ -117,11 +116,11 @@ class CoreBars(Widget):
             width = self.size.width
             regions = []
             for y in rows:
-                span = changed_span(Text(old[y]), Text(lines[y])) \
+                runs = changed_runs(old[y], lines[y]) \
                     if y < len(old) and y < len(lines) else None
-                start, end = span if span is not None else (0, width)
-                if end > start:
-                    regions.append(Region(start, y, min(end, width) - start, 1))
+                for start, end in runs if runs is not None else [(0, width)]:
+                    if min(end, width) > start:
+                        regions.append(Region(start, y, min(end, width) - start, 1))
             if regions:
                 self.refresh(*regions)
 

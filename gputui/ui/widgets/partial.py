@@ -46,3 +46,31 @@ def changed_lines(old: list[str], new: list[str]) -> list[int]:
     n = max(len(old), len(new))
     return [y for y in range(n) if (old[y] if y < len(old) else None)
             != (new[y] if y < len(new) else None)]
+
+
+# A cursor move ("ESC[yy;xxxH") costs about 8 bytes: a gap of unchanged cells shorter
+# than that is cheaper to rewrite than to jump over.
+MOVE_BYTES = 8
+
+
+def changed_runs(old: str, new: str, gap: int = MOVE_BYTES) -> list[tuple[int, int]] | None:
+    """[start, end) runs of the characters that differ between two plain lines of one
+    style layout, runs closer than `gap` merged; None when the lengths differ or a wide
+    character makes cells and characters disagree (the caller repaints it all)."""
+    if len(old) != len(new) or cell_len(old) != len(old) or cell_len(new) != len(new):
+        return None
+    runs: list[tuple[int, int]] = []
+    i, n = 0, len(new)
+    while i < n:
+        if old[i] == new[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and old[j] != new[j]:
+            j += 1
+        if runs and i - runs[-1][1] < gap:
+            runs[-1] = (runs[-1][0], j)
+        else:
+            runs.append((i, j))
+        i = j
+    return runs
