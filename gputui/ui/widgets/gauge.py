@@ -64,12 +64,10 @@ class Gauge(Widget):
         """Update; a repaint happens only when something visible changed."""
         if (fraction, text, severity) == (self.fraction, self.value_text, self.severity):
             return
-        # RAM used moves by bytes every tick: no repaint unless a cell would change.
-        same = (severity == self.severity
-                and self._cells(fraction, text) == self._cells(self.fraction, self.value_text))
-        old = self._plain(self.fraction, self.value_text)
+        old, new = self._plain(self.fraction, self.value_text), self._plain(fraction, text)
         self.fraction, self.value_text = fraction, text
-        if same:
+        # RAM used moves by bytes every tick: no repaint unless a cell would change.
+        if severity == self.severity and old == new:
             return
         if severity != self.severity:
             self.severity = severity
@@ -79,18 +77,13 @@ class Gauge(Widget):
             return
         # Only the runs of cells that changed (ui/term_output.py writes just those): the
         # CPU gauge's bar end and digits move every tick, its label and empty bar do not.
-        runs = changed_runs(old, self._plain(fraction, text))
+        runs = changed_runs(old, new)
         if runs is None:
             self.refresh()
             return
         y = (self.size.height - 1) // 2
         for start, end in runs:
             self.refresh(Region(start, y, end - start, 1))
-
-    def _cells(self, fraction: float | None, text: str) -> tuple[object, str]:
-        """What the bar and value draw at the current width (as render_line does)."""
-        bar_w = self.size.width - self.label_width - max(len(text), self.value_width) - 1
-        return (bar_text(fraction, bar_w) if bar_w >= 3 else None), text
 
     def _plain(self, fraction: float | None, value: str) -> str:
         """The characters render_line draws on the gauge's line."""

@@ -32,6 +32,7 @@ from gputui.ui.widgets.gpu_view import (
     short_name,
     state,
 )
+from gputui.ui.widgets.partial import diff_runs
 from gputui.ui.widgets.sparkline import WindowLine, sparkline_rows
 
 GIB = 2**30
@@ -209,21 +210,7 @@ def _changed_runs(old: tuple[Part, ...] | None,
     n = max(len(a), len(b))
     a += [("", None)] * (n - len(a))
     b += [("", None)] * (n - len(b))
-    runs: list[tuple[int, int]] = []
-    i = 0
-    while i < n:
-        if a[i] == b[i]:
-            i += 1
-            continue
-        j = i
-        while j < n and a[j] != b[j]:
-            j += 1
-        if runs and i - runs[-1][1] < 6:  # a gap shorter than a cursor move's bytes
-            runs[-1] = (runs[-1][0], j)
-        else:
-            runs.append((i, j))
-        i = j
-    return runs
+    return diff_runs(a, b, gap=6)
 
 
 class GpuRow(Widget):

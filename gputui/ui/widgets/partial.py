@@ -7,6 +7,8 @@ SSH at 1 Hz that is most of what a monitor writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.cells import cell_len
 from rich.text import Text
 
@@ -59,6 +61,13 @@ def changed_runs(old: str, new: str, gap: int = MOVE_BYTES) -> list[tuple[int, i
     character makes cells and characters disagree (the caller repaints it all)."""
     if len(old) != len(new) or cell_len(old) != len(old) or cell_len(new) != len(new):
         return None
+    return diff_runs(old, new, gap)
+
+
+def diff_runs(old: Sequence[object], new: Sequence[object],
+              gap: int = MOVE_BYTES) -> list[tuple[int, int]]:
+    """[start, end) runs where two equal-length sequences (one item per cell) differ,
+    runs closer than `gap` merged."""
     runs: list[tuple[int, int]] = []
     i, n = 0, len(new)
     while i < n:
