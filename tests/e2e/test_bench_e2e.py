@@ -61,31 +61,16 @@ def test_a_benchmark_started_with_keys_shows_its_result(
     session.send_keys("b")
     session.wait_for("Run a benchmark", timeout=10)
     # Catalog: cnn-train, cnn-infer, ... Then Tab through model, device, precision,
-    # batch, steps, duration, warm-up, image size. One key at a time: keys that arrive
-    # in one read from the pty can be taken as a paste by the focused input.
+    # batch, steps, duration, warm-up, image size.
     session.send_keys("Down")
     session.wait_for("Image-classifier inference", timeout=10)
-
-    def tab(n: int = 1) -> None:
-        for _ in range(n):
-            session.send_keys("Tab")
-            time.sleep(0.2)  # let the focus move before the next key (not a timing check)
-
-    def type_value(label: str, text: str) -> None:
-        for ch in text:
-            session.send_keys("-l", ch)
-        session.wait_for(f"{label}{text} ", timeout=10)
-
-    tab(2)
-    type_value("device      ", "cpu")
-    tab(2)
-    type_value("batch size  ", "2")
-    tab()
-    type_value("steps       ", "3")
-    tab(2)
-    type_value("warm-up     ", "1")
-    tab()
-    type_value("image size  ", "32")
+    # All in one send, as a fast typist's keys arrive: each field's text must land in that
+    # field, not in the one Tab is leaving (Tab used to move focus only after the input
+    # had seen the keys behind it).
+    session.send_keys("Tab", "Tab", "c", "p", "u", "Tab", "Tab", "2", "Tab", "3",
+                      "Tab", "Tab", "1", "Tab", "3", "2")
+    session.wait_for(["device      cpu ", "batch size  2 ", "steps       3 ",
+                      "warm-up     1 ", "image size  32 "], timeout=10)
     session.send_keys("Enter")
     screen = session.wait_for("✓ cnn-infer resnet18 · cpu · fp32 · batch 2", timeout=90)
     assert "Traceback" not in screen

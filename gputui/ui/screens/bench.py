@@ -120,6 +120,11 @@ class BenchScreen(Screen[None]):
         Binding("m", "mark", "Mark", show=False, priority=True),
         Binding("c", "compare", "Compare", priority=True),
         Binding("delete", "remove_queued", "Remove queued", show=False),
+        # Priority, so focus moves when the app reads the key: as a plain binding, Tab is
+        # handled only after the focused input has seen it, and keys typed right behind it
+        # (one read from the terminal) land in the field being left.
+        Binding("tab", "app.focus_next", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", show=False, priority=True),
     ]
 
     def __init__(self, session: BenchSession) -> None:
