@@ -45,7 +45,8 @@ FIELD_SETS = {
 }
 # Per-device extras for the "GPM GPUs" sets.
 GPM_KEYS = {k: v for i in range(8) for k, v in (
-    (f"gpu.{i}.gpm_supported", 1), (f"gpu.{i}.nvlink", 1), (f"gpu.{i}.mem_temp_c", 60),
+    (f"gpu.{i}.gpm_supported", 1), (f"gpu.{i}.nvlink", 1), (f"gpu.{i}.nvlink_links", 18),
+    (f"gpu.{i}.mem_temp_c", 60),
     (f"gpu.{i}.temp_mem_max_c", 95))}
 
 
@@ -98,22 +99,37 @@ def measure(fake: FakeNvml, fields: frozenset[str], ticks: int,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ticks", type=int, default=120)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds over all field sets, one after the other (default 5): the "
+                         "figure is the median of the rounds' medians, because a shared "
+                         "VM's speed drifts by tens of percent between runs")
+    ap.add_argument("--calls", action="store_true", help="also list NVML calls by function")
     args = ap.parse_args()
     lib = build_library()
     with tempfile.TemporaryDirectory() as tmp:
         fake = FakeNvml(lib, Path(tmp))
         try:
-            print(f"8 fake GPUs, {args.ticks} ticks at 1 Hz (fake clock), in-process")
-            print(f"{'field set':<34} {'NVML calls/tick':>16} {'CPU ms/tick (median)':>21}")
+            print(f"8 fake GPUs, {args.ticks} ticks at 1 Hz (fake clock), in-process, "
+                  f"{args.rounds} rounds")
+            print(f"{'field set':<34} {'NVML calls/tick':>16} {'CPU ms/tick':>12} "
+                  f"{'rounds (min-max)':>17}")
             gpm_scenario = derive_scenario("eight_gpus", GPM_KEYS, Path(tmp) / "gpm8.conf")
             mig_scenario = derive_scenario("eight_gpus", MIG_KEYS, Path(tmp) / "mig8.conf")
-            for label, fields in FIELD_SETS.items():
-                scenario = (gpm_scenario if "GPM" in label
-                            else mig_scenario if "MIG" in label else None)
-                r = measure(fake, frozenset(fields), args.ticks, scenario)
-                print(f"{label:<34} {r['calls_per_tick']:>16.1f} {r['cpu_ms_median']:>21.2f}")
-                for fn, n in r["by_fn"].items():  # type: ignore[union-attr]
-                    print(f"    {fn:<44} {n:6.2f}/tick")
+            results: dict[str, list[dict[str, object]]] = {label: [] for label in FIELD_SETS}
+            for _ in range(args.rounds):
+                for label, fields in FIELD_SETS.items():
+                    scenario = (gpm_scenario if "GPM" in label
+                                else mig_scenario if "MIG" in label else None)
+                    results[label].append(measure(fake, frozenset(fields), args.ticks,
+                                                  scenario))
+            for label, rounds in results.items():
+                medians = [float(r["cpu_ms_median"]) for r in rounds]  # type: ignore[arg-type]
+                calls = float(rounds[0]["calls_per_tick"])  # type: ignore[arg-type]
+                print(f"{label:<34} {calls:>16.1f} {statistics.median(medians):>12.2f} "
+                      f"{min(medians):>8.2f}-{max(medians):.2f}")
+                if args.calls:
+                    for fn, n in rounds[0]["by_fn"].items():  # type: ignore[union-attr]
+                        print(f"    {fn:<44} {n:6.2f}/tick")
         finally:
             fake.close()
 

@@ -12,8 +12,10 @@ when another profiler holds the counters); the NVML calls are in the `nvml` pack
 
 from __future__ import annotations
 
+import functools
+import operator
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 MIB = 1024 * 1024
@@ -48,38 +50,36 @@ BACKOFF_MAX_S = 300.0
 MIN_SAMPLE_GAP_S = 0.15
 
 
-def _pct(v: float) -> float:
-    return v  # NVML gives % already (0.0 .. 100.0)
-
-
-def _mibps(v: float) -> float:
-    return v * MIB
+# NVML's unit → gputui's: % stays % (NVML gives 0.0 .. 100.0); MiB/s → bytes/s.
+_PCT = 1.0
+_MIBPS = float(MIB)
 
 
 @dataclass(frozen=True, slots=True)
 class GpmMetric:
     metric_id: int
     field: str  # the GpuSample field it fills
-    convert: Callable[[float], float]  # NVML's unit → gputui's (%, B/s)
+    scale: float  # NVML's unit → gputui's (%, B/s)
 
 
 METRICS: tuple[GpmMetric, ...] = (
-    GpmMetric(SM_UTIL, "sm_active_pct", _pct),
-    GpmMetric(SM_OCCUPANCY, "sm_occupancy_pct", _pct),
-    GpmMetric(ANY_TENSOR_UTIL, "tensor_active_pct", _pct),
-    GpmMetric(DRAM_BW_UTIL, "dram_active_pct", _pct),
-    GpmMetric(FP64_UTIL, "fp64_active_pct", _pct),
-    GpmMetric(FP32_UTIL, "fp32_active_pct", _pct),
-    GpmMetric(FP16_UTIL, "fp16_active_pct", _pct),
-    GpmMetric(GRAPHICS_UTIL, "gr_engine_active_pct", _pct),
-    GpmMetric(PCIE_TX_PER_SEC, "gpm_pcie_tx_bps", _mibps),
-    GpmMetric(PCIE_RX_PER_SEC, "gpm_pcie_rx_bps", _mibps),
-    GpmMetric(NVLINK_TOTAL_TX_PER_SEC, "nvlink_tx_bps", _mibps),
-    GpmMetric(NVLINK_TOTAL_RX_PER_SEC, "nvlink_rx_bps", _mibps),
+    GpmMetric(SM_UTIL, "sm_active_pct", _PCT),
+    GpmMetric(SM_OCCUPANCY, "sm_occupancy_pct", _PCT),
+    GpmMetric(ANY_TENSOR_UTIL, "tensor_active_pct", _PCT),
+    GpmMetric(DRAM_BW_UTIL, "dram_active_pct", _PCT),
+    GpmMetric(FP64_UTIL, "fp64_active_pct", _PCT),
+    GpmMetric(FP32_UTIL, "fp32_active_pct", _PCT),
+    GpmMetric(FP16_UTIL, "fp16_active_pct", _PCT),
+    GpmMetric(GRAPHICS_UTIL, "gr_engine_active_pct", _PCT),
+    GpmMetric(PCIE_TX_PER_SEC, "gpm_pcie_tx_bps", _MIBPS),
+    GpmMetric(PCIE_RX_PER_SEC, "gpm_pcie_rx_bps", _MIBPS),
+    GpmMetric(NVLINK_TOTAL_TX_PER_SEC, "nvlink_tx_bps", _MIBPS),
+    GpmMetric(NVLINK_TOTAL_RX_PER_SEC, "nvlink_rx_bps", _MIBPS),
 )
 METRIC_IDS: tuple[int, ...] = tuple(m.metric_id for m in METRICS)
 FIELDS: tuple[str, ...] = tuple(m.field for m in METRICS)
 _BY_ID = {m.metric_id: m for m in METRICS}
+_SCALES: tuple[float, ...] = tuple(m.scale for m in METRICS)
 
 # nvmlGpmMetric_t as laid out in memory: metricId, nvmlReturn, value, then three name
 # pointers. Unpacking the filled array in one go costs a tenth of reading it field by
@@ -93,22 +93,55 @@ def link_metric_ids(link: int) -> tuple[int, int]:
     return base, base + 1
 
 
-def link_rates_from_buffer(raw: bytes, links: int) -> list[tuple[float | None, float | None]]:
-    """Per-link (TX, RX) bytes/s from the metrics that follow the fixed ones in the
-    request (`METRIC_IDS`, then RX and TX of each link in turn)."""
-    got = {mid: (v if rc == 0 and v == v else None)
-           for mid, rc, v in METRIC_STRUCT.iter_unpack(raw)}
-    out = []
-    for link in range(links):
-        rx_id, tx_id = link_metric_ids(link)
-        rx, tx = got.get(rx_id), got.get(tx_id)
-        out.append((None if tx is None else tx * MIB, None if rx is None else rx * MIB))
-    return out
-
-
 def values_from_buffer(raw: bytes) -> dict[str, float | None]:
     """`values_from_results` over the raw bytes of nvmlGpmMetricsGet_t.metrics[:n]."""
-    return values_from_results(METRIC_STRUCT.iter_unpack(raw))
+    return parse_buffer(raw, 0)[0]
+
+
+@functools.cache
+def _array_struct(n: int) -> struct.Struct:
+    return struct.Struct("=" + "Iid24x" * n)
+
+
+@functools.cache
+def request_ids(links: int) -> tuple[int, ...]:
+    """The metric ids asked for, in order: the fixed ones, then RX and TX of each link."""
+    return (*METRIC_IDS, *(m for i in range(links) for m in link_metric_ids(i)))
+
+
+# Per-link NVLink rates as NVML gives them: RX then TX of link 0, of link 1, ... in MiB/s,
+# None where a metric did not answer. Kept raw because a GPU has up to 18 links and most
+# are idle: views compare this tuple with the last one instead of converting each tick.
+LinkMiBps = tuple[float | None, ...]
+
+
+def link_rate(raw: LinkMiBps, link: int) -> tuple[float | None, float | None]:
+    """(TX, RX) bytes/s of one link from `LinkMiBps` (None, None past its end)."""
+    if 2 * link + 1 >= len(raw):
+        return None, None
+    rx, tx = raw[2 * link], raw[2 * link + 1]
+    return (None if tx is None else tx * MIB), (None if rx is None else rx * MIB)
+
+
+def parse_buffer(raw: bytes, links: int) -> tuple[dict[str, float | None], LinkMiBps]:
+    """The filled nvmlGpmMetricsGet_t.metrics[:n] of a request for `request_ids(links)`
+    → (GpuSample field → value, the per-link rates).
+
+    One unpack of the whole array, and values by position, since NVML fills the request's
+    entries in place: this runs every tick for every GPU, with 48 metrics on an 18-link
+    GPU. Should an id not be where it was asked for, or a metric fail or give NaN (no
+    data), the metrics are matched one by one instead."""
+    n = len(raw) // METRIC_STRUCT.size
+    flat = _array_struct(n).unpack(raw[:n * METRIC_STRUCT.size])
+    ids, rcs, vals = flat[0::3], flat[1::3], flat[2::3]
+    total = sum(vals)
+    k = len(METRIC_IDS)
+    if ids == request_ids(links) and not any(rcs) and total == total:
+        return dict(zip(FIELDS, map(operator.mul, vals[:k], _SCALES), strict=True)), vals[k:]
+    got = {mid: (v if rc == 0 and v == v else None) for mid, rc, v in zip(ids, rcs, vals,
+                                                                           strict=True)}
+    per_link = tuple(got.get(m) for i in range(links) for m in link_metric_ids(i))
+    return values_from_results(zip(ids, rcs, vals, strict=True)), per_link
 
 
 def values_from_results(results: Iterable[tuple[int, int, float]]) -> dict[str, float | None]:
@@ -119,7 +152,7 @@ def values_from_results(results: Iterable[tuple[int, int, float]]) -> dict[str, 
         m = _BY_ID.get(metric_id)
         if m is None or rc != 0 or value != value:  # NaN: no data
             continue
-        out[m.field] = m.convert(value)
+        out[m.field] = value * m.scale
     return out
 
 

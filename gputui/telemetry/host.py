@@ -6,6 +6,7 @@ import os
 import socket
 import time
 from dataclasses import replace
+from typing import Any
 
 import psutil
 
@@ -21,13 +22,46 @@ SWAP_EVERY_S = 5.0
 MISSING_RETRY_S = 10.0
 
 
+def _busy_and_total(t: Any) -> tuple[float, float]:
+    """(busy, total) CPU seconds of one psutil cpu_times row, counted as psutil's
+    cpu_percent counts them: guest time is already inside user and nice, and idle and
+    iowait are not busy."""
+    total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+    return total - t.idle - getattr(t, "iowait", 0.0), total
+
+
+def _pct(busy: float, total: float) -> float:
+    return round(min(100.0, max(0.0, 100.0 * busy / total)), 1) if total > 0 else 0.0
+
+
+class CpuLoad:
+    """Whole-host and per-core CPU % since the previous reading, from one read of the
+    per-core times (psutil's cpu_percent reads /proc/stat once for the total and again
+    for the cores, and keeps one window for the whole process)."""
+
+    def __init__(self) -> None:
+        self._last = self._read()
+
+    @staticmethod
+    def _read() -> list[tuple[float, float]]:
+        return [_busy_and_total(t) for t in psutil.cpu_times(percpu=True)]
+
+    def percent(self) -> tuple[float, tuple[float, ...]]:
+        now = self._read()
+        last, self._last = self._last, now
+        if len(now) != len(last):  # a core went on- or offline: start a new window
+            return 0.0, tuple(0.0 for _ in now)
+        deltas = [(b - b0, t - t0) for (b, t), (b0, t0) in zip(now, last, strict=True)]
+        per_core = tuple(_pct(b, t) for b, t in deltas)
+        return _pct(sum(b for b, _ in deltas), sum(t for _, t in deltas)), per_core
+
+
 class HostSource:
     def __init__(self) -> None:
         self.hostname = socket.gethostname()
-        # psutil's cpu_percent(None) measures since the previous call: prime it so the
-        # first real reading covers one interval rather than reporting 0.
-        psutil.cpu_percent(None)
-        psutil.cpu_percent(None, percpu=True)
+        # CPU % measures since the previous reading: prime it so the first real reading
+        # covers one interval rather than reporting 0.
+        self._cpu = CpuLoad()
         self._primed_at: float | None = time.monotonic()
         self._procs: dict[int, psutil.Process] = {}
         self._missing: dict[int, float] = {}  # pid → when it was last found missing
@@ -45,8 +79,7 @@ class HostSource:
             load = tuple(round(x, 2) for x in os.getloadavg())
         except OSError:
             load = None
-        cpu = psutil.cpu_percent(None)
-        per_core = tuple(psutil.cpu_percent(None, percpu=True))
+        cpu, per_core = self._cpu.percent()
         if self._primed_at is not None:
             # Right after priming the delta covers a few ms and reads as a made-up 0 %.
             if time.monotonic() - self._primed_at < MIN_CPU_WINDOW_S:

@@ -190,3 +190,26 @@ def test_a_pair_closer_than_the_minimum_gap_keeps_the_previous_figures(
     src.read()
     assert fake_nvml.count_for("nvmlGpmSampleGet") == calls + 1  # sampled again (GPU 1: no GPM)
     src.close()
+
+
+def _buffer(triples: list[tuple[int, int, float]]) -> bytes:
+    return b"".join(gpm.METRIC_STRUCT.pack(*t) for t in triples)
+
+
+def test_a_filled_request_parses_the_same_whether_every_metric_answered_or_not() -> None:
+    ids = gpm.request_ids(2)  # the fixed metrics, then RX and TX of links 0 and 1
+    ok = [(mid, 0, float(i + 1)) for i, mid in enumerate(ids)]
+    values, links = gpm.parse_buffer(_buffer(ok), 2)
+    assert values == gpm.values_from_results(ok)
+    k = len(gpm.METRIC_IDS)
+    # Link 1: RX is entry k+2, TX entry k+3 (MiB/s) → (TX, RX) in bytes/s.
+    assert gpm.link_rate(links, 1) == ((k + 4) * MIB, (k + 3) * MIB)
+    assert gpm.link_rate(links, 2) == (None, None)  # past the last link
+    # Link 0's TX failed and the SM metric has no data: only those are null.
+    bad = list(ok)
+    bad[k + 1] = (bad[k + 1][0], 3, 0.0)
+    bad[0] = (bad[0][0], 0, math.nan)
+    values, links = gpm.parse_buffer(_buffer(bad), 2)
+    assert values == {**gpm.values_from_results(ok), gpm.FIELDS[0]: None}
+    assert gpm.link_rate(links, 0) == (None, (k + 1) * MIB)
+    assert gpm.link_rate(links, 1) == ((k + 4) * MIB, (k + 3) * MIB)

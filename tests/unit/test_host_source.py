@@ -67,3 +67,52 @@ def test_swap_is_read_every_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None
     clock.t += SWAP_EVERY_S
     src.read()
     assert len(reads) == 2
+
+
+class _Times:
+    """A psutil cpu_times row: user, nice, system, idle, iowait, guest (inside user)."""
+
+    def __init__(self, user: float, system: float, idle: float, iowait: float = 0.0,
+                 guest: float = 0.0) -> None:
+        self.user, self.nice, self.system, self.idle = user, 0.0, system, idle
+        self.iowait, self.guest, self.guest_nice = iowait, guest, 0.0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter((self.user, self.nice, self.system, self.idle, self.iowait, self.guest,
+                     self.guest_nice))
+
+
+def test_cpu_percent_per_core_and_whole_host_from_one_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [[_Times(100, 50, 850), _Times(10, 10, 980)]]
+    reads: list[bool] = []
+
+    def cpu_times(percpu: bool = False) -> list[_Times]:
+        reads.append(percpu)
+        return rows[-1]
+
+    monkeypatch.setattr(host_mod.psutil, "cpu_times", cpu_times)
+    load = host_mod.CpuLoad()
+    # Core 0: 60 busy of 100 s; core 1: 5 busy (guest time is inside user, not added)
+    # and 10 s of iowait (not busy) of 100 s. Whole host: 65 of 200 s.
+    rows.append([_Times(140, 70, 890), _Times(14, 11, 1065, iowait=10, guest=3)])
+    assert load.percent() == (32.5, (60.0, 5.0))
+    assert reads == [True, True]  # one read of the per-core times per reading
+    # A core going offline starts a new window instead of pairing the wrong cores.
+    rows.append([_Times(150, 80, 900)])
+    assert load.percent() == (0.0, (0.0,))
+    rows.append([_Times(200, 80, 950)])
+    assert load.percent() == (50.0, (50.0,))
+
+
+def test_host_cpu_percent_is_the_first_reading_after_priming(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(host_mod.time, "monotonic", clock)
+    rows = [[_Times(0, 0, 100)]]
+    monkeypatch.setattr(host_mod.psutil, "cpu_times", lambda percpu=False: rows[-1])
+    src = HostSource()
+    clock.t += 1.0
+    rows.append([_Times(20, 5, 175)])
+    sample = src.read()
+    assert (sample.cpu_pct, sample.cpu_per_core_pct) == (25.0, (25.0,))

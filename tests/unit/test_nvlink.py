@@ -8,9 +8,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from gputui.telemetry.model import NvLink
 from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource
-from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, scenario_path
+from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, derive_scenario, scenario_path
 
 MIB = 1024 * 1024
 # gpm.conf: 4096 MiB/s TX and 2048 MiB/s RX in total, over links 0-2 (link 3 is down).
@@ -64,4 +66,30 @@ def test_a_driver_without_the_nvlink_data_counters_is_asked_once(fake_nvml: Fake
         assert g0.nvlink_bytes_total is None and g0.nvlink_links is not None
     # Once for the NVLink counters, once for the memory temperature: neither again.
     assert fake_nvml.count_for("nvmlDeviceGetFieldValues") == 2
+    src.close()
+
+
+def test_per_link_rates_follow_the_traffic_and_add_up_to_the_total(
+        fake_nvml: FakeNvml, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The NVLink TX total swings by ±3000 MiB/s over 7 s: each reading's links must carry
+    # that reading's share, not an earlier tick's (links are reused only when unchanged).
+    fake_nvml.use(derive_scenario("gpm", {"gpu.0.gpm_nvlink_tx_mibps.wave": "3000,7"},
+                                  tmp_path / "wave.conf"), frozen_time=1000.0)
+    src = NvmlSource(fields=ALL_FIELDS)
+    now = [1000.0]
+    src.gpm_clock = lambda: now[0]  # type: ignore[method-assign]
+    src.open()
+    totals = []
+    for t in range(1000, 1006):
+        fake_nvml.set_time(float(t))
+        now[0] = float(t)
+        (g0, _), _ = src.read()
+        if t == 1000:
+            continue  # rates need a second GPM sample
+        links = g0.nvlink_links
+        assert links is not None and g0.nvlink_tx_bps is not None
+        assert sum(n.tx_bps or 0.0 for n in links) == pytest.approx(g0.nvlink_tx_bps)
+        assert links[3].tx_bps == 0.0  # link 3 is down
+        totals.append(g0.nvlink_tx_bps)
+    assert len(set(totals)) == 5  # the traffic moved every second
     src.close()

@@ -12,6 +12,7 @@ import pynvml
 from gputui.telemetry import gpm
 from gputui.telemetry.model import (
     DeviceInfo,
+    NvLink,
 )
 
 T = TypeVar("T")
@@ -129,6 +130,8 @@ class _Device:
     remap: tuple[int, int, bool, bool] | None = None
     retired: tuple[int, int, bool] | None = None
     nvlink_states: tuple[bool, ...] | None = None  # per link: active
+    # Last tick's links and what they were made from: reused when nothing changed.
+    nvlink_shown: tuple[tuple[bool, ...], gpm.LinkMiBps | None, tuple[NvLink, ...]] | None = None
     nvlink_bytes_total: int | None = None  # NVLink data sent + received since boot
     sample_seen: dict[int, int] = field(default_factory=dict)  # sampling type → last µs
     # pid → (monotonic time read, (SM, memory, encoder, decoder %)): the latest sample
@@ -147,7 +150,7 @@ class _GpmSession:
     current: int = 0  # the buffer the next sample goes into
     primed: bool = False  # the other buffer holds a good sample
     links: int = 0  # NVLink links whose per-link rates the request asks for
-    link_rates: list[tuple[float | None, float | None]] | None = None  # (TX, RX) B/s
+    link_rates: gpm.LinkMiBps | None = None  # the last metrics' per-link rates
     backoff: gpm.GpmBackoff = field(default_factory=gpm.GpmBackoff)
     sampled_at: float | None = None  # gpm_clock() of the sample in the other buffer
     last: dict[str, Any] = field(default_factory=dict)  # the figures of the last pair

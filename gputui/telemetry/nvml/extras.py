@@ -37,6 +37,19 @@ _SAMPLE_LAYOUTS: dict[int, struct.Struct] = {
 }
 
 
+def _links(dev: _Device, states: tuple[bool, ...],
+           rates: gpm.LinkMiBps | None) -> tuple[NvLink, ...]:
+    """Each link's state and rates; last tick's records again when neither changed (an
+    HGX GPU has 18 links, read every tick, and most are idle most of the time)."""
+    last = dev.nvlink_shown
+    if last is not None and last[0] == states and last[1] == rates:
+        return last[2]
+    links = tuple(NvLink(i, up, *(gpm.link_rate(rates, i) if rates else (None, None)))
+                  for i, up in enumerate(states))
+    dev.nvlink_shown = (states, rates, links)
+    return links
+
+
 class ExtraReads:
     """NvmlSource's reads beyond the core fields: dcgm-exporter's extra counters, the
     driver's sub-second samples, NVLink states and GPM profiling metrics. A mixin: it
@@ -69,9 +82,7 @@ class ExtraReads:
         out["nvlink_bytes_total"] = dev.nvlink_bytes_total
         if dev.nvlink_states is not None:
             rates = dev.gpm.link_rates if dev.gpm is not None else None
-            out["nvlink_links"] = tuple(
-                NvLink(i, up, *(rates[i] if rates and i < len(rates) else (None, None)))
-                for i, up in enumerate(dev.nvlink_states))
+            out["nvlink_links"] = _links(dev, dev.nvlink_states, rates)
         if "power_samples" in self.fields:
             self._read_samples(dev, pynvml.NVML_TOTAL_POWER_SAMPLES, "power_w", out)
         if "util_samples" in self.fields:
@@ -118,8 +129,9 @@ class ExtraReads:
         else:
             read = _FIELD_VALUE_GETTERS.get(got[0], lambda x: x.uiVal)
             pairs = [(int(smp.timeStamp), read(smp.sampleValue)) for smp in got[1]]
-        dev.sample_seen[kind] = max(ts for ts, _ in pairs)
-        lo, hi = min(v for _, v in pairs), max(v for _, v in pairs)
+        stamps, values = zip(*pairs, strict=True)
+        dev.sample_seen[kind] = max(stamps)
+        lo, hi = min(values), max(values)
         if key == "power_w":
             out["power_w_min"], out["power_w_max"] = mw_to_w(lo), mw_to_w(hi)
         else:
@@ -207,9 +219,9 @@ class ExtraReads:
             return {}
         raw = ctypes.string_at(ctypes.addressof(req.metrics),
                                req.numMetrics * gpm.METRIC_STRUCT.size)
+        session.last, rates = gpm.parse_buffer(raw, session.links)
         if session.links:
-            session.link_rates = gpm.link_rates_from_buffer(raw, session.links)
-        session.last = gpm.values_from_buffer(raw)
+            session.link_rates = rates
         return dict(session.last)
 
     def _gpm_open(self, dev: _Device) -> _GpmSession | None:
@@ -231,7 +243,7 @@ class ExtraReads:
         req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
         # The links are known from the first (slow) tick, read before GPM.
         links = len(dev.nvlink_states or ())
-        ids = [*gpm.METRIC_IDS, *(m for i in range(links) for m in gpm.link_metric_ids(i))]
+        ids = gpm.request_ids(links)
         req.numMetrics = len(ids)
         for i, metric_id in enumerate(ids):
             req.metrics[i].metricId = metric_id

@@ -374,12 +374,13 @@ class NvmlSource(ExtraReads, MigReads):
                 int(rows[0]), int(rows[1]), bool(rows[2]), bool(rows[3]))
             cause = (pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
                      pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
-            dev.nvlink_states = self._nvlink_states(dev) if "nvlink" in self.fields else None
-            dev.nvlink_bytes_total = self._nvlink_total(dev) if dev.nvlink_states else None
             dev.retired = f(dev, "retired_pages", lambda: (
                 len(pynvml.nvmlDeviceGetRetiredPages(h, cause[0])),
                 len(pynvml.nvmlDeviceGetRetiredPages(h, cause[1])),
                 pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h) == pynvml.NVML_FEATURE_ENABLED))
+        if "nvlink" in self.fields:
+            dev.nvlink_states = self._nvlink_states(dev)
+            dev.nvlink_bytes_total = self._nvlink_total(dev) if dev.nvlink_states else None
 
     def _violation(self, dev: _Device, policy: int) -> float | None:
         """Fraction of time throttled since the previous slow tick (NVML counts ns)."""
