@@ -34,6 +34,28 @@ def _pct(busy: float, total: float) -> float:
     return round(min(100.0, max(0.0, 100.0 * busy / total)), 1) if total > 0 else 0.0
 
 
+MEMINFO = "/proc/meminfo"
+
+
+def _memory() -> tuple[int, int]:
+    """(used, total) bytes of host memory, used meaning total minus available (psutil's
+    definition). On Linux from the head of /proc/meminfo, where both lines are: psutil
+    parses all ~55 lines each time, twice the cost, every tick."""
+    try:
+        with open(MEMINFO, "rb") as f:
+            head = f.read(512)
+        kib = {}
+        for line in head.split(b"\n")[:-1]:  # the last piece may be cut short
+            key, _, rest = line.partition(b":")
+            if key in (b"MemTotal", b"MemAvailable"):
+                kib[key] = int(rest.split()[0])
+        total, available = kib[b"MemTotal"] * 1024, kib[b"MemAvailable"] * 1024
+    except (OSError, KeyError, ValueError, IndexError):  # not Linux, or an old kernel
+        vm = psutil.virtual_memory()
+        total, available = int(vm.total), int(vm.available)
+    return total - available, total
+
+
 class CpuLoad:
     """Whole-host and per-core CPU % since the previous reading, from one read of the
     per-core times (psutil's cpu_percent reads /proc/stat once for the total and again
@@ -69,7 +91,7 @@ class HostSource:
         self._containers = ContainerNames()
 
     def read(self) -> HostSample:
-        vm = psutil.virtual_memory()
+        mem_used, mem_total = _memory()
         now = time.monotonic()
         if self._swap is None or now - self._swap[0] >= SWAP_EVERY_S:
             sw = psutil.swap_memory()
@@ -89,8 +111,8 @@ class HostSource:
             hostname=self.hostname,
             cpu_pct=cpu,
             cpu_per_core_pct=per_core,
-            mem_used_bytes=int(vm.total - vm.available),
-            mem_total_bytes=int(vm.total),
+            mem_used_bytes=mem_used,
+            mem_total_bytes=mem_total,
             swap_used_bytes=swap_used,
             swap_total_bytes=swap_total,
             load_avg=load,  # type: ignore[arg-type]

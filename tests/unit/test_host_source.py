@@ -116,3 +116,21 @@ def test_host_cpu_percent_is_the_first_reading_after_priming(
     rows.append([_Times(20, 5, 175)])
     sample = src.read()
     assert (sample.cpu_pct, sample.cpu_per_core_pct) == (25.0, (25.0,))
+
+
+def test_host_memory_used_is_total_minus_available(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path) -> None:  # type: ignore[no-untyped-def]
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16000000 kB\nMemFree:         1000000 kB\n"
+                       "MemAvailable:    6000000 kB\nBuffers:          100000 kB\n")
+    monkeypatch.setattr(host_mod, "MEMINFO", str(meminfo))
+    sample = HostSource().read()
+    assert (sample.mem_used_bytes, sample.mem_total_bytes) == (10_000_000 * 1024,
+                                                               16_000_000 * 1024)
+    # A kernel without MemAvailable (before 3.14), or no /proc: psutil's figures.
+    meminfo.write_text("MemTotal:       16000000 kB\nMemFree:         1000000 kB\n")
+    vm = psutil.virtual_memory()
+    sample = HostSource().read()
+    assert sample.mem_total_bytes == vm.total
+    monkeypatch.setattr(host_mod, "MEMINFO", str(tmp_path / "absent"))
+    assert HostSource().read().mem_total_bytes == vm.total
