@@ -36,6 +36,8 @@ FIELD_SETS = {
     # The same sets on 8 Hopper GPUs whose GPM counters, memory sensor, encoder/decoder,
     # PCIe replay and row-remap reads all answer (#15): what those calls add.
     "tui, GPM GPUs": MONITOR_FIELDS,
+    # The same while the GPU detail screen is open: it asks for per-link NVLink rates.
+    "tui, GPM GPUs, detail open": MONITOR_FIELDS | {"link_rates"},
     "watch/snapshot, GPM GPUs": ALL_FIELDS,
     # 8 Hopper GPUs in MIG mode, each split into 7 MIG devices (1g.10gb, one process
     # each) with GPM: the MIG reads' cost (#15 item 8). MIG off costs one

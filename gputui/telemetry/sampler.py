@@ -126,6 +126,13 @@ class Sampler:
             if self.alerts is None:
                 self.alerts = AlertEngine()
 
+    def want_link_rates(self, on: bool) -> None:
+        """Per-link NVLink rates from the next tick on, or not (a view that shows them asks
+        while it is open; recordings and exports read them anyway)."""
+        want = getattr(self.nvml, "want_link_rates", None)
+        if want is not None:
+            want(on)
+
     @property
     def system(self) -> SystemInfo:
         return getattr(self.nvml, "system", SystemInfo())

@@ -231,3 +231,36 @@ async def test_the_monitor_profile_feeds_the_detail(fake_nvml: object) -> None:
             assert rows(app, "clocks")["memory clock"].startswith(f"{g.clock_mem_mhz}MHz")
     finally:
         sampler.close()
+
+
+async def test_the_detail_screen_asks_for_per_link_rates_while_open(
+        fake_nvml: object) -> None:
+    """The live monitor reads per-link NVLink rates only while the detail shows them:
+    opening it turns them on, leaving turns them off (through the real pynvml)."""
+    fake_nvml.use("gpm", frozen_time=1000.0)  # type: ignore[attr-defined]
+    sampler = Sampler.open(interval=1.0, profile="monitor")
+    nvml = sampler.nvml
+    ticks = iter(range(1000, 2000))
+    nvml.gpm_clock = lambda: float(next(ticks))  # type: ignore[union-attr]
+    try:
+        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+        async with app.run_test(size=(120, 50)) as pilot:
+            sampler.tick()
+            sampler.tick()
+            await pilot.pause()
+            assert not nvml.link_rates_wanted  # type: ignore[union-attr]
+            g = sampler.latest.gpus[0]  # type: ignore[union-attr]
+            assert g.nvlink_links is not None and g.nvlink_links[0].tx_bps is None
+            await open_detail(pilot, app)
+            assert nvml.link_rates_wanted  # type: ignore[union-attr]
+            sampler.tick()
+            await pilot.pause()
+            # gpm.conf: 4096 MiB/s TX, 2048 RX over the 3 links that are up.
+            assert rows(app, "nvlink")["link 0"] == "up, TX 1.3GiB/s RX 683MiB/s"
+            assert rows(app, "nvlink")["link 3"] == "down, TX 0B/s RX 0B/s"
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, GpuDetailScreen)
+            assert not nvml.link_rates_wanted  # type: ignore[union-attr]
+    finally:
+        sampler.close()

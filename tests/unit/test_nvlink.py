@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from gputui.telemetry.model import NvLink
-from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource
+from gputui.telemetry.nvml import ALL_FIELDS, MONITOR_FIELDS, NvmlSource
 from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, derive_scenario, scenario_path
 
 MIB = 1024 * 1024
@@ -92,4 +92,32 @@ def test_per_link_rates_follow_the_traffic_and_add_up_to_the_total(
         assert links[3].tx_bps == 0.0  # link 3 is down
         totals.append(g0.nvlink_tx_bps)
     assert len(set(totals)) == 5  # the traffic moved every second
+    src.close()
+
+
+def test_the_monitor_reads_per_link_rates_only_while_asked(fake_nvml: FakeNvml) -> None:
+    # The live monitor's fields: link states and the all-links totals every tick; the
+    # per-link rates (36 more GPM metrics on an 18-link GPU) while a view asks for them.
+    fake_nvml.use("gpm")
+    src = NvmlSource(fields=MONITOR_FIELDS)
+    ticks = iter(range(1000, 2000))
+    src.gpm_clock = lambda: float(next(ticks))  # type: ignore[method-assign]
+    src.open()
+    src.read()
+    (g0, _), _ = src.read()
+    assert g0.nvlink_links == tuple(NvLink(n.link, n.active) for n in H100_LINKS)
+    assert (g0.nvlink_tx_bps, g0.nvlink_rx_bps) == (4096 * MIB, 2048 * MIB)
+    src.want_link_rates(True)
+    (g0, _), _ = src.read()
+    assert g0.nvlink_links == H100_LINKS
+    src.want_link_rates(False)
+    (g0, _), _ = src.read()
+    assert g0.nvlink_links == tuple(NvLink(n.link, n.active) for n in H100_LINKS)
+    assert (g0.nvlink_tx_bps, g0.nvlink_rx_bps) == (4096 * MIB, 2048 * MIB)
+    src.close()
+    # Recordings and exports ("link_rates" in their fields) read them without asking.
+    src = NvmlSource(fields=ALL_FIELDS)
+    src.open()
+    src.want_link_rates(False)
+    assert src.link_rates_wanted
     src.close()

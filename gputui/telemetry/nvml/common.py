@@ -22,7 +22,8 @@ T = TypeVar("T")
 # the link for ~20 ms per call).
 ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "energy",
                         "clock_mem", "gpm", "mem_temp", "codec", "pcie_replay", "remap",
-                        "power_samples", "util_samples", "process_util", "nvlink", "mig"})
+                        "power_samples", "util_samples", "process_util", "nvlink", "mig",
+                        "link_rates"})
 # What the live monitor draws: ECC, memory temperature, row remapping and XID/ECC events
 # feed its alerts. GPM gives the "SM active" figure beside GPU util in every panel and
 # row.
@@ -32,6 +33,9 @@ ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "ene
 # ticks, every 10 s) and the memory clock (one call a tick): ~3 µs per GPU and tick.
 # The driver's sub-second power samples give each tick's min and max draw: the PWR
 # sparkline and the history view draw the max, so spikes between ticks show.
+# Per-link NVLink rates ("link_rates": 36 more GPM metrics a tick on an 18-link GPU) only
+# while the detail screen shows them (NvmlSource.want_link_rates); the all-links totals
+# are always read.
 MONITOR_FIELDS = frozenset({"ecc", "mem_temp", "remap", "events", "mig", "process_util",
                             "gpm", "pcie_link", "pcie_replay", "nvlink", "violation",
                             "clock_mem", "power_samples"})

@@ -56,6 +56,7 @@ class ExtraReads:
     uses the source's `fields`, `_field` and `gpm_clock`."""
 
     fields: frozenset[str]
+    link_rates_wanted: bool
     gpm_clock: Callable[[], float]
     gpm_min_gap_s: float
     _field: Callable[..., Any]
@@ -210,6 +211,10 @@ class ExtraReads:
         if not primed:
             return {}
         req = session.request
+        # The per-link metrics follow the fixed ones in the request: asked for only while
+        # wanted (36 of 48 metrics on an 18-link GPU).
+        links = session.links if self.link_rates_wanted else 0
+        req.numMetrics = len(gpm.METRIC_IDS) + 2 * links
         req.sample1, req.sample2 = prev, buf
         try:
             pynvml.nvmlGpmMetricsGet(req)
@@ -219,9 +224,8 @@ class ExtraReads:
             return {}
         raw = ctypes.string_at(ctypes.addressof(req.metrics),
                                req.numMetrics * gpm.METRIC_STRUCT.size)
-        session.last, rates = gpm.parse_buffer(raw, session.links)
-        if session.links:
-            session.link_rates = rates
+        session.last, rates = gpm.parse_buffer(raw, links)
+        session.link_rates = rates if links else None
         return dict(session.last)
 
     def _gpm_open(self, dev: _Device) -> _GpmSession | None:

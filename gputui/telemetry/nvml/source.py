@@ -57,6 +57,9 @@ class NvmlSource(ExtraReads, MigReads):
         self._tick = 0
         self._procs: tuple[GpuProcess, ...] = ()
         self.events: XidWatcher | None = None  # with "events" in fields, once open
+        # Per-link NVLink rates: always with "link_rates" in fields, else while a view
+        # that shows them asks (want_link_rates); read by the reader threads each tick.
+        self.link_rates_wanted = "link_rates" in self.fields
         self._open = False
         self._lock = threading.Lock()
 
@@ -118,6 +121,11 @@ class NvmlSource(ExtraReads, MigReads):
                      meaning=e.meaning,
                      time=now_wall - timedelta(seconds=max(0.0, now_mono - e.at_s)))
             for e in self.events.take())
+
+    def want_link_rates(self, on: bool) -> None:
+        """Read per-link NVLink rates from the next tick on (or stop), whatever the fields
+        say: the monitor asks while its GPU detail screen is open."""
+        self.link_rates_wanted = on or "link_rates" in self.fields
 
     @property
     def devices(self) -> tuple[DeviceInfo, ...]:

@@ -88,7 +88,17 @@ class GpuDetailScreen(Screen[None]):
         yield table
 
     def on_mount(self) -> None:
+        self._link_rates(True)
         self.show()
+
+    def on_unmount(self) -> None:
+        self._link_rates(False)
+
+    def _link_rates(self, on: bool) -> None:
+        """The per-link NVLink rates are read only while a screen shows them."""
+        sampler = getattr(self.app, "sampler", None)
+        if sampler is not None:
+            sampler.want_link_rates(on)
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
         self.snapshot = message.snapshot
