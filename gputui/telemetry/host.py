@@ -1,4 +1,5 @@
-"""HostSource: CPU, memory, swap and load through psutil; details of GPU processes."""
+"""HostSource: CPU, memory, swap and load (psutil, and /proc directly where that is
+cheaper); details of GPU processes."""
 
 from __future__ import annotations
 
