@@ -34,7 +34,22 @@ def test_per_process_utilisation_exact(fake_nvml: FakeNvml) -> None:
     got = _utils(fake_nvml, PROCS)
     # 9999 has a sample but no longer runs: not made up into the list.
     assert got == {4242: (71, 33, 0, 5), 4343: (9, 2, 40, 0), 4444: (None, None, None, None)}
-    assert fake_nvml.count_for("nvmlDeviceGetProcessesUtilizationInfo") == 2  # two-call
+    # One call into the device's prepared array, where pynvml makes two.
+    assert fake_nvml.count_for("nvmlDeviceGetProcessesUtilizationInfo") == 1
+
+
+def test_more_processes_than_the_prepared_arrays_hold_are_all_read(
+        fake_nvml: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past PROCESS_CAPACITY the driver answers INSUFFICIENT_SIZE: the processes and
+    their samples are then read through pynvml, which sizes its arrays, and none is lost."""
+    from gputui.telemetry.nvml import prepared
+
+    monkeypatch.setattr(prepared, "PROCESS_CAPACITY", 2)
+    got = _utils(fake_nvml, PROCS)
+    assert got == {4242: (71, 33, 0, 5), 4343: (9, 2, 40, 0), 4444: (None, None, None, None)}
+    # The prepared call, then pynvml's two (size, then read), for the list and the samples.
+    assert fake_nvml.count_for("nvmlDeviceGetComputeRunningProcesses_v3") == 3
+    assert fake_nvml.count_for("nvmlDeviceGetProcessesUtilizationInfo") == 3
 
 
 def test_an_older_driver_uses_the_older_call(fake_nvml: FakeNvml) -> None:

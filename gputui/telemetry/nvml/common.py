@@ -142,6 +142,9 @@ class _Device:
     process_util: dict[int, tuple[float, tuple[int, int, int, int]]] = field(
         default_factory=dict)
     mig: Any = None  # mig_reads.MigState once MIG mode was asked (once per open)
+    calls: Any = None  # prepared.TickCalls: the every-tick reads, once the handle is known
+    plain: bool = False  # every core read answered last tick: read them in one run
+    core_skip: frozenset[str] = frozenset()  # core fields the device lacks (NOT_SUPPORTED)
 
 
 @dataclass
@@ -150,7 +153,9 @@ class _GpmSession:
     the previous sample and this one) and the request struct, allocated once."""
 
     samples: tuple[Any, Any]
-    request: Any  # pynvml.c_nvmlGpmMetricsGet_t, metric ids filled in
+    # pynvml.c_nvmlGpmMetricsGet_t, metric ids filled in: requests[i] takes its second
+    # sample from samples[i] and its first from the other buffer.
+    requests: tuple[Any, Any]
     current: int = 0  # the buffer the next sample goes into
     primed: bool = False  # the other buffer holds a good sample
     links: int = 0  # NVLink links whose per-link rates the request asks for

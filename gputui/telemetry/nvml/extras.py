@@ -37,6 +37,49 @@ _SAMPLE_LAYOUTS: dict[int, struct.Struct] = {
 }
 
 
+def _gpm_request(ids: tuple[int, ...], sample1: Any, sample2: Any) -> Any:
+    """A GPM metrics request for `ids` over (sample1 → sample2)."""
+    req = pynvml.c_nvmlGpmMetricsGet_t()
+    req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+    req.numMetrics = len(ids)
+    for i, metric_id in enumerate(ids):
+        req.metrics[i].metricId = metric_id
+    req.sample1, req.sample2 = sample1, sample2
+    return req
+
+
+def _samples(dev: _Device, kind: int, seen: int,
+             ) -> tuple[tuple[int, ...], tuple[float, ...]] | None:
+    """(timestamps µs, values) of the driver's samples of `kind` newer than `seen`: one
+    call into the device's prepared array; through pynvml (two calls, and one sample at
+    a time should the layout be unknown) when that array came back full."""
+    got = dev.calls.samples(kind, seen)
+    if got is not None:
+        value_type, raw = got
+        samples: Any = None
+    else:
+        value_type, samples = pynvml.nvmlDeviceGetSamples(dev.handle, kind, seen)
+        if not samples:
+            return None
+        raw = ctypes.string_at(ctypes.addressof(samples[0]),
+                               ctypes.sizeof(samples[0]) * len(samples))
+    if not raw:
+        return None
+    layout = _SAMPLE_LAYOUTS.get(value_type)
+    if layout is not None and layout.size == ctypes.sizeof(pynvml.c_nvmlSample_t):
+        # Unpacked from the array's bytes in one go: a tenth of the cost of per-field
+        # attribute reads (up to ~100 samples per GPU and tick).
+        pairs = list(layout.iter_unpack(raw))
+    else:
+        if samples is None:
+            samples = (pynvml.c_nvmlSample_t * (len(raw) // ctypes.sizeof(
+                pynvml.c_nvmlSample_t))).from_buffer_copy(raw)
+        read = _FIELD_VALUE_GETTERS.get(value_type, lambda x: x.uiVal)
+        pairs = [(int(smp.timeStamp), read(smp.sampleValue)) for smp in samples]
+    stamps, values = zip(*pairs, strict=True)
+    return stamps, values
+
+
 def _links(dev: _Device, states: tuple[bool, ...],
            rates: gpm.LinkMiBps | None) -> tuple[NvLink, ...]:
     """Each link's state and rates; last tick's records again when neither changed (an
@@ -96,9 +139,11 @@ class ExtraReads:
         if "nvlink" in dev.unsupported:
             return None
         states: list[bool] = []
-        for link in range(pynvml.NVML_NVLINK_MAX_LINKS):
+        # Up to the count found the first time: the link past the last is not asked again.
+        known = len(dev.nvlink_states) if dev.nvlink_states else pynvml.NVML_NVLINK_MAX_LINKS
+        for link in range(known):
             try:
-                states.append(bool(pynvml.nvmlDeviceGetNvLinkState(dev.handle, link)))
+                states.append(bool(dev.calls.nvlink_state(link)))
             except pynvml.NVMLError_GpuIsLost:
                 raise
             except (pynvml.NVMLError_InvalidArgument, pynvml.NVMLError_NotSupported,
@@ -115,22 +160,10 @@ class ExtraReads:
         """Min and max of the driver's samples newer than the last ones read (none new,
         NOT_FOUND: N/A this tick)."""
         seen = dev.sample_seen.get(kind, 0)
-        got = self._field(dev, f"samples_{key}",
-                          lambda: pynvml.nvmlDeviceGetSamples(dev.handle, kind, seen))
-        if not got or not got[1]:
+        got = self._field(dev, f"samples_{key}", lambda: _samples(dev, kind, seen))
+        if not got:
             return
-        layout = _SAMPLE_LAYOUTS.get(got[0])
-        smp0 = got[1][0]
-        if layout is not None and ctypes.sizeof(smp0) == layout.size:
-            # The samples are views into one ctypes array: unpacked from its bytes in one
-            # go, a tenth of the cost of pynvml's per-field attribute reads (up to ~100
-            # samples per GPU and tick).
-            raw = ctypes.string_at(ctypes.addressof(smp0), layout.size * len(got[1]))
-            pairs = list(layout.iter_unpack(raw))
-        else:
-            read = _FIELD_VALUE_GETTERS.get(got[0], lambda x: x.uiVal)
-            pairs = [(int(smp.timeStamp), read(smp.sampleValue)) for smp in got[1]]
-        stamps, values = zip(*pairs, strict=True)
+        stamps, values = got
         dev.sample_seen[kind] = max(stamps)
         lo, hi = min(values), max(values)
         if key == "power_w":
@@ -160,17 +193,14 @@ class ExtraReads:
     def _field_value(self, dev: _Device, name: str, field_id: int) -> int | None:
         """One nvmlDeviceGetFieldValues field as an integer; its own NOT_SUPPORTED counts
         like the call's."""
-        values = self._field(dev, name, lambda: pynvml.nvmlDeviceGetFieldValues(
-            dev.handle, [field_id]))
-        if not values:
+        got = self._field(dev, name, lambda: dev.calls.field_value(field_id))
+        if got is None:
             return None
-        v = values[0]
-        if v.nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED:
+        rc, value = got
+        if rc == pynvml.NVML_ERROR_NOT_SUPPORTED:
             dev.unsupported.add(name)
             return None
-        if v.nvmlReturn != pynvml.NVML_SUCCESS:
-            return None
-        return int(_FIELD_VALUE_GETTERS.get(v.valueType, lambda x: x.uiVal)(v.value))
+        return None if value is None else int(value)
 
     # --- GPM profiling counters (gputui.telemetry.gpm) ----------------------------------
 
@@ -204,18 +234,19 @@ class ExtraReads:
                 return {"gpm_note": session.backoff.note}
             return {}  # transient: N/A this tick, a fresh pair from the next
         session.backoff.ok()
-        prev = session.samples[1 - session.current]
         primed, session.primed = session.primed, True
         session.current = 1 - session.current
         session.sampled_at = now
         if not primed:
             return {}
-        req = session.request
+        # The request whose second sample is the one just taken (its first, the previous).
+        req = session.requests[1 - session.current]
         # The per-link metrics follow the fixed ones in the request: asked for only while
         # wanted (36 of 48 metrics on an 18-link GPU).
         links = session.links if self.link_rates_wanted else 0
-        req.numMetrics = len(gpm.METRIC_IDS) + 2 * links
-        req.sample1, req.sample2 = prev, buf
+        n = len(gpm.METRIC_IDS) + 2 * links
+        if req.numMetrics != n:
+            req.numMetrics = n
         try:
             pynvml.nvmlGpmMetricsGet(req)
         except pynvml.NVMLError_GpuIsLost:
@@ -243,15 +274,13 @@ class ExtraReads:
             b = pynvml.nvmlGpmSampleAlloc()
         except pynvml.NVMLError:
             return None
-        req = pynvml.c_nvmlGpmMetricsGet_t()
-        req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
         # The links are known from the first (slow) tick, read before GPM.
         links = len(dev.nvlink_states or ())
         ids = gpm.request_ids(links)
-        req.numMetrics = len(ids)
-        for i, metric_id in enumerate(ids):
-            req.metrics[i].metricId = metric_id
-        dev.gpm = _GpmSession((a, b), req, links=links)
+        # One request per order of the two buffers, filled in once: a tick only points
+        # NVML at the one whose second sample is the newest.
+        reqs = tuple(_gpm_request(ids, first, second) for first, second in ((b, a), (a, b)))
+        dev.gpm = _GpmSession((a, b), reqs, links=links)
         return dev.gpm
 
     @staticmethod

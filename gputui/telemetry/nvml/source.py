@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pynvml
 
@@ -35,7 +35,14 @@ from gputui.telemetry.nvml.common import (
 from gputui.telemetry.nvml.events import MONITOR_EVENTS, XidWatcher
 from gputui.telemetry.nvml.extras import ExtraReads
 from gputui.telemetry.nvml.mig_reads import MigReads
+from gputui.telemetry.nvml.prepared import TickCalls
 from gputui.telemetry.units import cuda_version_str, kbps_to_bps, mj_to_j, mw_to_w
+
+# The fields of NvmlSource._core's tuple, and those a device may lack for good (read
+# around by TickCalls.core).
+_CORE_NAMES = ("util", "util", "memory", "memory", "temperature", "throttle", "power", "fan",
+               "clock_sm", "clock_mem", "pstate")
+_SKIPPABLE = frozenset({"power", "fan", "clock_sm", "clock_mem", "pstate"})
 
 
 class NvmlSource(ExtraReads, MigReads):
@@ -171,6 +178,7 @@ class NvmlSource(ExtraReads, MigReads):
             lost = isinstance(exc, pynvml.NVMLError_GpuIsLost)
             return _Device(index, None, info, lost=lost, error=_err_text(exc))
         dev = _Device(index, handle, DeviceInfo(index=index, name="", uuid="", pci_bus_id=""))
+        dev.calls = TickCalls(handle)
         try:
             name = self._field(dev, "name", lambda: _text(pynvml.nvmlDeviceGetName(handle)))
             uuid = self._field(dev, "uuid", lambda: _text(pynvml.nvmlDeviceGetUUID(handle)))
@@ -240,18 +248,13 @@ class NvmlSource(ExtraReads, MigReads):
             return None
 
     def _memory(self, dev: _Device) -> tuple[int, int] | None:
-        h = dev.handle
+        calls = dev.calls
 
         def v2() -> tuple[int, int]:
-            m = pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
-            dev.mem_reserved_bytes = int(m.reserved)
-            return int(m.used), int(m.total)
+            used, total, dev.mem_reserved_bytes = calls.memory_v2()
+            return used, total
 
-        def v1() -> tuple[int, int]:
-            m = pynvml.nvmlDeviceGetMemoryInfo(h)
-            return int(m.used), int(m.total)
-
-        return self._fallback_call(dev, "memory", v2, v1)
+        return self._fallback_call(dev, "memory", v2, calls.memory_v1)
 
     def _fallback_call(self, dev: _Device, name: str, new: Callable[[], T],
                        old: Callable[[], T]) -> T | None:
@@ -303,45 +306,78 @@ class NvmlSource(ExtraReads, MigReads):
             dev.lost = True
             return GpuSample(info=dev.info, lost=True, error="GPU is lost")
 
+    def _core(self, dev: _Device) -> tuple[Any, ...]:
+        """The every-tick reads: (GPU %, memory-controller %, used bytes, total bytes,
+        temperature, clocks event reasons, power mW, fan %, SM MHz, memory MHz, P-state),
+        None for each that did not answer.
+
+        A device whose reads all answered last time is read in one straight run
+        (TickCalls.core); should one raise, it is read field by field, with each field's
+        own NOT_SUPPORTED, transient and older-driver handling, until all answer again."""
+        calls = dev.calls
+        clock_mem = "clock_mem" in self.fields
+        if dev.plain:
+            try:
+                got = calls.core(clock_mem, dev.core_skip)
+            except pynvml.NVMLError_GpuIsLost:
+                raise
+            except pynvml.NVMLError:
+                dev.plain = False
+            else:
+                dev.mem_reserved_bytes = got[4]
+                return got[:4] + got[5:]
+        f = self._field
+        util = f(dev, "util", calls.utilization)
+        mem = self._memory(dev)
+        got = (
+            *(util or (None, None)), *(mem or (None, None)),
+            self._fallback_call(dev, "temperature", calls.temperature_v, calls.temperature),
+            self._fallback_call(dev, "throttle", calls.clocks_event_reasons,
+                                calls.clocks_throttle_reasons),
+            f(dev, "power", calls.power_mw), f(dev, "fan", calls.fan_pct),
+            f(dev, "clock_sm", calls.clock_sm_mhz),
+            f(dev, "clock_mem", calls.clock_mem_mhz) if clock_mem else None,
+            f(dev, "pstate", calls.pstate))
+        # Read in one run from the next tick on if every field the device has answered
+        # with the current calls (fields it lacks, NOT_SUPPORTED, are left out of the run).
+        dev.core_skip = frozenset(_SKIPPABLE & dev.unsupported)
+        dev.plain = (not self._fallback & {"memory", "temperature", "throttle"}
+                     and not {"util", "memory", "temperature", "throttle"} & dev.unsupported
+                     and dev.mem_reserved_bytes is not None
+                     and all(v is not None for name, v in zip(_CORE_NAMES, got, strict=True)
+                             if name not in dev.core_skip
+                             and (name != "clock_mem" or clock_mem)))
+        return got
+
     def _read_fields(self, dev: _Device, slow: bool) -> GpuSample:
         h = dev.handle
         f = self._field
-        util = f(dev, "util", lambda: pynvml.nvmlDeviceGetUtilizationRates(h))
-        mem = self._memory(dev)
-        temp = self._fallback_call(
-            dev, "temperature",
-            lambda: pynvml.nvmlDeviceGetTemperatureV(h, pynvml.NVML_TEMPERATURE_GPU),
-            lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
-        mask = self._fallback_call(
-            dev, "throttle",
-            lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h),
-            lambda: pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+        fields = self.fields
+        (util_gpu, util_mem, used, total, temp, mask, power_mw, fan, clock_sm, clock_mem,
+         pstate) = self._core(dev)
         if slow:
             self._read_slow(dev)
         energy = (f(dev, "energy", lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h))
-                  if "energy" in self.fields else None)
+                  if "energy" in fields else None)
         rx = tx = None
-        if "pcie_throughput" in self.fields:
+        if "pcie_throughput" in fields:
             rx = f(dev, "pcie_throughput", lambda: pynvml.nvmlDeviceGetPcieThroughput(
                 h, pynvml.NVML_PCIE_UTIL_RX_BYTES))
             tx = f(dev, "pcie_throughput", lambda: pynvml.nvmlDeviceGetPcieThroughput(
                 h, pynvml.NVML_PCIE_UTIL_TX_BYTES))
         return GpuSample(
             info=dev.info,
-            util_gpu_pct=int(util.gpu) if util is not None else None,
-            util_mem_pct=int(util.memory) if util is not None else None,
-            mem_used_bytes=mem[0] if mem else None,
-            mem_total_bytes=mem[1] if mem else dev.info.mem_total_bytes,
-            power_w=mw_to_w(f(dev, "power", lambda: pynvml.nvmlDeviceGetPowerUsage(h))),
+            util_gpu_pct=util_gpu,
+            util_mem_pct=util_mem,
+            mem_used_bytes=used,
+            mem_total_bytes=total if total is not None else dev.info.mem_total_bytes,
+            power_w=mw_to_w(power_mw),
             power_limit_w=dev.power_limit_w,
             temp_c=temp,
-            fan_pct=f(dev, "fan", lambda: pynvml.nvmlDeviceGetFanSpeed(h)),
-            clock_sm_mhz=f(dev, "clock_sm",
-                           lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
-            clock_mem_mhz=(f(dev, "clock_mem",
-                             lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM))
-                           if "clock_mem" in self.fields else None),
-            pstate=f(dev, "pstate", lambda: pynvml.nvmlDeviceGetPerformanceState(h)),
+            fan_pct=fan,
+            clock_sm_mhz=clock_sm,
+            clock_mem_mhz=clock_mem,
+            pstate=pstate,
             energy_j=mj_to_j(energy),
             pcie_gen=dev.pcie_gen,
             pcie_width=dev.pcie_width,
@@ -351,9 +387,9 @@ class NvmlSource(ExtraReads, MigReads):
             throttle_mask=mask,
             violation_power_frac=dev.violation_power_frac,
             violation_thermal_frac=dev.violation_thermal_frac,
-            **(self._read_gpm(dev) if "gpm" in self.fields else {}),
+            **(self._read_gpm(dev) if "gpm" in fields else {}),
             **self._read_extras(dev),
-            mig_devices=self._read_mig(dev) if "mig" in self.fields else (),
+            mig_devices=self._read_mig(dev) if "mig" in fields else (),
         )
 
     def _read_slow(self, dev: _Device) -> None:
@@ -407,45 +443,56 @@ class NvmlSource(ExtraReads, MigReads):
     def _read_processes(self, dev: _Device) -> list[GpuProcess]:
         if dev.pending or dev.lost or dev.handle is None:
             return []
-        h = dev.handle
-        out: dict[int, GpuProcess] = {}
+        found: dict[int, tuple[int | None, str]] = {}  # pid → (GPU memory, kind)
         try:
-            for kind, fn in (("compute", pynvml.nvmlDeviceGetComputeRunningProcesses),
-                             ("graphics", pynvml.nvmlDeviceGetGraphicsRunningProcesses)):
-                plist = self._field(dev, f"processes_{kind}", lambda fn=fn: fn(h)) or []
-                for p in plist:
-                    pid = int(p.pid)
-                    mem = p.usedGpuMemory
-                    if pid in out:
+            for kind in ("compute", "graphics"):
+                for pid, mem in self._field(dev, f"processes_{kind}",
+                                            lambda kind=kind: self._process_list(dev, kind)
+                                            ) or ():
+                    if pid in found:
                         # A process that is both compute and graphics (e.g. a viewer): keep
                         # the larger memory figure, as nvidia-smi does.
-                        old = out[pid]
-                        if mem is not None and (old.gpu_mem_bytes or 0) < mem:
-                            out[pid] = GpuProcess(dev.index, pid, int(mem), "compute+graphics")
+                        if mem is not None and (found[pid][0] or 0) < mem:
+                            found[pid] = (mem, "compute+graphics")
                         continue
-                    out[pid] = GpuProcess(dev.index, pid, None if mem is None else int(mem),
-                                          kind)
+                    found[pid] = (mem, kind)
         except pynvml.NVMLError_GpuIsLost:
             dev.lost = True
             return []
-        if out and "process_util" in self.fields:
-            util = self._process_util(dev)
-            if util:
-                for pid, (sm, mem, enc, dec) in util.items():
-                    if pid in out:
-                        out[pid] = replace(out[pid], sm_util_pct=sm, mem_util_pct=mem,
-                                           enc_util_pct=enc, dec_util_pct=dec)
-        return list(out.values())
+        util = (self._process_util(dev) if found and "process_util" in self.fields
+                else {})
+        none4 = (None, None, None, None)
+        return [GpuProcess(dev.index, pid, mem, kind, None, None, None, None, None,
+                           *util.get(pid, none4))
+                for pid, (mem, kind) in found.items()]
+
+    @staticmethod
+    def _process_list(dev: _Device, kind: str) -> list[tuple[int, int | None]]:
+        """(pid, GPU memory bytes or None): in one call while the prepared array holds
+        them all, else through pynvml, which sizes the array."""
+        got = dev.calls.processes(kind)
+        if got is not None:
+            return got
+        fn = (pynvml.nvmlDeviceGetComputeRunningProcesses if kind == "compute"
+              else pynvml.nvmlDeviceGetGraphicsRunningProcesses)
+        return [(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+                for p in fn(dev.handle)]
 
     def _process_util(self, dev: _Device) -> dict[int, tuple[int, int, int, int]]:
         """pid → (SM, memory, encoder, decoder %) over the samples since the last call
         (NVML's lastSeenTimeStamp bookkeeping); a pid sampled more than once gets its
         latest sample."""
         h, seen = dev.handle, dev.sample_seen.get(-1, 0)
+
+        def info() -> list[tuple[int, int, int, int, int, int]]:
+            got = dev.calls.process_utilization(seen)
+            if got is not None:
+                return got
+            return _util_rows(pynvml.nvmlDeviceGetProcessesUtilizationInfo(h, seen))
+
         samples = self._fallback_call(
-            dev, "process_util",
-            lambda: pynvml.nvmlDeviceGetProcessesUtilizationInfo(h, seen),
-            lambda: pynvml.nvmlDeviceGetProcessUtilization(h, seen))
+            dev, "process_util", info,
+            lambda: _util_rows(pynvml.nvmlDeviceGetProcessUtilization(h, seen)))
         now = time.monotonic()
         # The driver samples processes coarsely: a read soon after the last one often
         # finds nothing new (NOT_FOUND), so each pid keeps its latest sample for
@@ -453,12 +500,10 @@ class NvmlSource(ExtraReads, MigReads):
         kept = {pid: v for pid, v in dev.process_util.items()
                 if now - v[0] <= PROCESS_UTIL_KEEP_S}
         latest: dict[int, int] = {}
-        for smp in samples or ():
-            pid, ts = int(smp.pid), int(smp.timeStamp)
+        for pid, ts, sm, mem, enc, dec in samples or ():
             if ts >= latest.get(pid, -1):
                 latest[pid] = ts
-                kept[pid] = (now, (int(smp.smUtil), int(smp.memUtil), int(smp.encUtil),
-                                   int(smp.decUtil)))
+                kept[pid] = (now, (sm, mem, enc, dec))
         if latest:
             dev.sample_seen[-1] = max(latest.values())  # -1: the process samples' key
         dev.process_util = kept
@@ -485,3 +530,10 @@ class NvmlSource(ExtraReads, MigReads):
             except pynvml.NVMLError_GpuIsLost:
                 dev.lost = True
                 return None
+
+
+def _util_rows(samples: Any) -> list[tuple[int, int, int, int, int, int]]:
+    """pynvml's per-process utilization samples → (pid, time µs, SM, memory, encoder,
+    decoder %), as the prepared call gives them."""
+    return [(int(u.pid), int(u.timeStamp), int(u.smUtil), int(u.memUtil), int(u.encUtil),
+             int(u.decUtil)) for u in samples or ()]
