@@ -3,7 +3,10 @@
 Runs the real NvmlSource + Sampler in-process against the fake libnvidia-ml.so.1
 (built from tests/fakenvml/fakenvml.c with gcc), advancing the fake's clock by one
 second per tick, and reports per-tick NVML calls (total and by function) and the
-sampler's CPU time per tick, for the field sets the TUI and `watch` use.
+sampler's CPU time per tick (the mean over the ticks: every 3rd reads the process lists,
+every 10th the slow counters), for the field sets the TUI and `watch` use. Each GPU runs
+one process this host can see (a `sleep`), so the host-side process reads are counted;
+the "tui" sets evaluate the alert rules and build a frame for the UI, as the monitor does.
 
     python benchmarks/nvml_tick.py [--ticks 120]
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,7 +71,7 @@ def _mig_keys() -> dict[str, object]:
 MIG_KEYS = _mig_keys()
 
 
-def measure(fake: FakeNvml, fields: frozenset[str], ticks: int,
+def measure(fake: FakeNvml, label: str, fields: frozenset[str], ticks: int,
             scenario: Path | None = None) -> dict[str, object]:
     fake.use(scenario or scenario_path("eight_gpus"), frozen_time=0.0)
     src = NvmlSource(process_every=3, slow_every=10, fields=fields)
@@ -75,7 +79,12 @@ def measure(fake: FakeNvml, fields: frozenset[str], ticks: int,
     # GPM takes a new pair only MIN_SAMPLE_GAP_S after the last: its clock is the fake's.
     src.gpm_clock = lambda: now[0]  # type: ignore[method-assign]
     src.open_system()
-    sampler = Sampler(interval=1.0, nvml=src)
+    # The monitor's sampler also evaluates the alert rules and builds a Frame for the UI
+    # each tick (ui/app.py): the "tui" sets do the same, handing the frame to a no-op.
+    tui = "tui" in label
+    sampler = Sampler(interval=1.0, nvml=src, alerts=tui)
+    if tui:
+        sampler.subscribe_frames(lambda frame: None)
     fake.reset_counts()
     cpu: list[float] = []
     for t in range(ticks):
@@ -103,11 +112,12 @@ def main() -> None:
     ap.add_argument("--ticks", type=int, default=120)
     ap.add_argument("--rounds", type=int, default=5,
                     help="rounds over all field sets, one after the other (default 5): the "
-                         "figure is the median of the rounds' medians, because a shared "
+                         "figure is the median of the rounds' means, because a shared "
                          "VM's speed drifts by tens of percent between runs")
     ap.add_argument("--calls", action="store_true", help="also list NVML calls by function")
     args = ap.parse_args()
     lib = build_library()
+    sleepers: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp:
         fake = FakeNvml(lib, Path(tmp))
         try:
@@ -115,17 +125,26 @@ def main() -> None:
                   f"{args.rounds} rounds")
             print(f"{'field set':<34} {'NVML calls/tick':>16} {'CPU ms/tick':>12} "
                   f"{'rounds (min-max)':>17}")
-            gpm_scenario = derive_scenario("eight_gpus", GPM_KEYS, Path(tmp) / "gpm8.conf")
+            # One training process per GPU that this host can see, as on a real box: the
+            # sampler reads its user, command, CPU % and RSS from /proc.
+            sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(8)]
+            procs = {f"gpu.{i}.processes": {p.pid: (58 + i) * 10**9}
+                     for i, p in enumerate(sleepers)}
+            plain_scenario = derive_scenario("eight_gpus", procs, Path(tmp) / "plain8.conf")
+            gpm_scenario = derive_scenario("eight_gpus", {**GPM_KEYS, **procs},
+                                           Path(tmp) / "gpm8.conf")
             mig_scenario = derive_scenario("eight_gpus", MIG_KEYS, Path(tmp) / "mig8.conf")
             results: dict[str, list[dict[str, object]]] = {label: [] for label in FIELD_SETS}
             for _ in range(args.rounds):
                 for label, fields in FIELD_SETS.items():
                     scenario = (gpm_scenario if "GPM" in label
-                                else mig_scenario if "MIG" in label else None)
-                    results[label].append(measure(fake, frozenset(fields), args.ticks,
+                                else mig_scenario if "MIG" in label else plain_scenario)
+                    results[label].append(measure(fake, label, frozenset(fields), args.ticks,
                                                   scenario))
             for label, rounds in results.items():
-                medians = [float(r["cpu_ms_median"]) for r in rounds]  # type: ignore[arg-type]
+                # Mean CPU per tick: the process ticks (every 3rd) and the slow ticks
+                # (every 10th) cost more, and they are part of what the sampler costs.
+                medians = [float(r["cpu_ms_mean"]) for r in rounds]  # type: ignore[arg-type]
                 calls = float(rounds[0]["calls_per_tick"])  # type: ignore[arg-type]
                 print(f"{label:<34} {calls:>16.1f} {statistics.median(medians):>12.2f} "
                       f"{min(medians):>8.2f}-{max(medians):.2f}")
@@ -133,6 +152,8 @@ def main() -> None:
                     for fn, n in rounds[0]["by_fn"].items():  # type: ignore[union-attr]
                         print(f"    {fn:<44} {n:6.2f}/tick")
         finally:
+            for p in sleepers:
+                p.kill()
             fake.close()
 
 

@@ -107,3 +107,44 @@ def test_host_cpu_is_unknown_until_it_covers_a_real_window() -> None:
     time.sleep(MIN_CPU_WINDOW_S + 0.05)
     later = host.read()
     assert later.cpu_pct is not None and len(later.cpu_per_core_pct) >= 1
+
+
+def test_process_host_facts_are_read_with_each_process_list_not_every_tick() -> None:
+    """NVML's process list is read every few ticks; the readers hand the same records on
+    in between. The user, command, CPU % and RSS from /proc are read with each new list,
+    so a process's CPU % covers the window of its GPU figures, and the ticks between
+    cost no /proc reads (~50 µs per process)."""
+    import os
+
+    from gputui.telemetry.host import HostSource
+    from gputui.telemetry.model import GpuProcess
+
+    class CountingHost(HostSource):
+        calls = 0
+
+        def describe(self, procs: tuple[GpuProcess, ...]) -> tuple[GpuProcess, ...]:
+            self.calls += 1
+            return super().describe(procs)
+
+    class ListEveryThirdTick:
+        """A stand-in source: a new process list on every third read, as NvmlSource."""
+
+        def __init__(self) -> None:
+            self.n = 0
+            self.procs: tuple[GpuProcess, ...] = ()
+
+        def read(self) -> tuple[tuple[()], tuple[GpuProcess, ...]]:
+            if self.n % 3 == 0:
+                self.procs = (GpuProcess(0, os.getpid(), 2**30),)
+            self.n += 1
+            return (), self.procs
+
+    host = CountingHost()
+    s = Sampler(interval=1.0, nvml=ListEveryThirdTick(), host=host)
+    snaps = [s.tick() for _ in range(7)]
+    assert host.calls == 3  # ticks 0, 3 and 6
+    # Every tick shows this process with its host-side facts.
+    assert all(snap.processes[0].pid == os.getpid() for snap in snaps)
+    assert all(snap.processes[0].command for snap in snaps)
+    assert snaps[1].processes is snaps[0].processes
+    assert snaps[3].processes is not snaps[2].processes
