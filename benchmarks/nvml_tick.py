@@ -71,6 +71,9 @@ def _mig_keys() -> dict[str, object]:
 MIG_KEYS = _mig_keys()
 
 
+WARMUP_TICKS = 10
+
+
 def measure(fake: FakeNvml, label: str, fields: frozenset[str], ticks: int,
             scenario: Path | None = None) -> dict[str, object]:
     fake.use(scenario or scenario_path("eight_gpus"), frozen_time=0.0)
@@ -85,9 +88,15 @@ def measure(fake: FakeNvml, label: str, fields: frozenset[str], ticks: int,
     sampler = Sampler(interval=1.0, nvml=src, alerts=tui)
     if tui:
         sampler.subscribe_frames(lambda frame: None)
+    # Not measured: the first ticks open the devices (static facts, GPM buffers) and
+    # look the processes up, once per session.
+    for t in range(WARMUP_TICKS):
+        fake.set_time(float(t))
+        now[0] = float(t)
+        sampler.tick()
     fake.reset_counts()
     cpu: list[float] = []
-    for t in range(ticks):
+    for t in range(WARMUP_TICKS, WARMUP_TICKS + ticks):
         fake.set_time(float(t))
         now[0] = float(t)
         c0 = time.process_time()

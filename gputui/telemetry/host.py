@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psutil
@@ -87,6 +87,7 @@ class HostSource:
         self._cpu = CpuLoad()
         self._primed_at: float | None = time.monotonic()
         self._procs: dict[int, psutil.Process] = {}
+        self._facts: dict[int, _Facts] = {}  # pid → user, command, start, container
         self._missing: dict[int, float] = {}  # pid → when it was last found missing
         self._swap: tuple[float, int, int] | None = None  # (read at, used, total)
         self._containers = ContainerNames()
@@ -123,9 +124,12 @@ class HostSource:
         """Add user, command line, CPU % and RSS from psutil to NVML's pid list.
 
         Process objects are kept between calls because psutil's cpu_percent is a
-        delta since the previous call on the same object.
+        delta since the previous call on the same object. The user, command line, start
+        time and container are read when a process is first seen; afterwards only CPU %
+        and RSS (two small /proc files per process instead of six).
         """
         alive: dict[int, psutil.Process] = {}
+        facts: dict[int, _Facts] = {}
         now = time.monotonic()
         missing = {pid: t for pid, t in self._missing.items() if now - t < MISSING_RETRY_S}
         out: list[GpuProcess] = []
@@ -150,17 +154,19 @@ class HostSource:
                     proc = psutil.Process(p.pid)
                     proc.cpu_percent(None)
                 with proc.oneshot():
-                    cmd = proc.cmdline()
+                    known = self._facts.get(p.pid) if p.pid in self._procs else None
+                    if known is None:
+                        cmd = proc.cmdline()
+                        known = _Facts(_safe(proc.username),
+                                       " ".join(cmd) if cmd else f"[{proc.name()}]",
+                                       proc.create_time(),
+                                       self._containers.get(p.pid, proc.create_time()))
                     out.append(replace(
-                        p,
-                        user=_safe(proc.username),
-                        command=" ".join(cmd) if cmd else f"[{proc.name()}]",
-                        cpu_pct=proc.cpu_percent(None),
-                        rss_bytes=proc.memory_info().rss,
-                        started=proc.create_time(),
-                        container=self._containers.get(p.pid, proc.create_time()),
-                    ))
+                        p, user=known.user, command=known.command,
+                        cpu_pct=proc.cpu_percent(None), rss_bytes=proc.memory_info().rss,
+                        started=known.started, container=known.container))
                 alive[p.pid] = proc
+                facts[p.pid] = known
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
                 missing[p.pid] = now
                 out.append(p)
@@ -170,8 +176,19 @@ class HostSource:
                     alive[p.pid] = proc
             described[p.pid] = out[-1]
         self._procs = alive
+        self._facts = facts
         self._missing = missing
         return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What does not change while a process runs, read once per process."""
+
+    user: str | None
+    command: str
+    started: float
+    container: str | None
 
 
 def _safe(fn: object) -> str | None:

@@ -47,6 +47,33 @@ def test_an_invisible_pid_is_looked_up_again_only_after_a_while(
     assert lookups.count(gone) == 2
 
 
+def test_a_process_command_and_user_are_read_once_cpu_and_rss_every_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """User, command line, start time and container do not change while a process runs:
+    read when it is first seen. CPU % and RSS are read at every description. A process
+    that left the GPU and came back is read afresh."""
+    reads: list[str] = []
+    # (memory_info and cpu_times are cached by psutil's oneshot: not patched here.)
+    for name in ("cmdline", "username"):
+        real = getattr(psutil.Process, name)
+
+        def counting(self: psutil.Process, _real=real, _name=name) -> object:
+            reads.append(_name)
+            return _real(self)
+
+        monkeypatch.setattr(psutil.Process, name, counting)
+    src = HostSource()
+    me = (GpuProcess(0, os.getpid(), 1 << 20),)
+    outs = [src.describe(me) for _ in range(3)]
+    assert reads.count("cmdline") == 1 and reads.count("username") == 1
+    assert len({o[0].command for o in outs}) == 1 and outs[0][0].command
+    assert all(o[0].rss_bytes and o[0].cpu_pct is not None and o[0].user == outs[0][0].user
+               for o in outs)
+    src.describe(())  # it left the GPU
+    src.describe(me)
+    assert reads.count("cmdline") == 2
+
+
 def test_swap_is_read_every_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
     monkeypatch.setattr(host_mod.time, "monotonic", clock)
