@@ -29,6 +29,7 @@ is not the same as the condition having ended. No textual here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -90,7 +91,9 @@ def toasts(raised: Sequence[Alert], active: Sequence[Alert]) -> list[Alert]:
             if not (a.kind in SAME_EVENT_AS_THROTTLE and a.gpu_index in throttling)]
 
 
+@functools.cache
 def alert_key(kind: str, gpu_index: int | None) -> str:
+    # Cached: the rules ask for ~9 keys per GPU every tick, always the same few strings.
     return f"{kind}:{'host' if gpu_index is None else gpu_index}"
 
 

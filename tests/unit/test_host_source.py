@@ -67,8 +67,10 @@ def test_a_process_command_and_user_are_read_once_cpu_and_rss_every_time(
     outs = [src.describe(me) for _ in range(3)]
     assert reads.count("cmdline") == 1 and reads.count("username") == 1
     assert len({o[0].command for o in outs}) == 1 and outs[0][0].command
-    assert all(o[0].rss_bytes and o[0].cpu_pct is not None and o[0].user == outs[0][0].user
-               for o in outs)
+    assert all(o[0].rss_bytes and o[0].user == outs[0][0].user for o in outs)
+    # CPU % is over the time since the last description: none yet at the first.
+    assert outs[0][0].cpu_pct is None
+    assert outs[1][0].cpu_pct is not None and outs[2][0].cpu_pct is not None
     src.describe(())  # it left the GPU
     src.describe(me)
     assert reads.count("cmdline") == 2
@@ -109,40 +111,68 @@ class _Times:
                      self.guest_nice))
 
 
-def test_cpu_percent_per_core_and_whole_host_from_one_read(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = [[_Times(100, 50, 850), _Times(10, 10, 980)]]
-    reads: list[bool] = []
+def _stat(path, rows: list[_Times]) -> None:  # type: ignore[no-untyped-def]
+    """Write `rows` as /proc/stat's per-core lines (jiffies; user holds guest time)."""
+    lines = ["cpu  0 0 0 0 0 0 0 0 0 0"]
+    lines += [f"cpu{i} {t.user:.0f} 0 {t.system:.0f} {t.idle:.0f} {t.iowait:.0f} 0 0 0 "
+              f"{t.guest:.0f} 0" for i, t in enumerate(rows)]
+    path.write_text("\n".join([*lines, "intr 12345 0 0", "ctxt 678"]) + "\n")
 
-    def cpu_times(percpu: bool = False) -> list[_Times]:
-        reads.append(percpu)
-        return rows[-1]
 
-    monkeypatch.setattr(host_mod.psutil, "cpu_times", cpu_times)
+@pytest.fixture(params=["proc_stat", "psutil"])
+def cpu_rows(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+             tmp_path) -> object:  # type: ignore[no-untyped-def]
+    """Set the per-core CPU times the host reads: through /proc/stat, or through psutil
+    where that file cannot be read (the same figures either way)."""
+    stat = tmp_path / "stat"
+    if request.param == "proc_stat":
+        monkeypatch.setattr(host_mod, "STAT", str(stat))
+
+        def fail(percpu: bool = False) -> list[_Times]:
+            raise AssertionError("psutil read although /proc/stat was readable")
+
+        monkeypatch.setattr(host_mod.psutil, "cpu_times", fail)
+        return lambda rows: _stat(stat, rows)
+    monkeypatch.setattr(host_mod, "STAT", str(tmp_path / "absent"))
+    current: list[list[_Times]] = [[]]
+    monkeypatch.setattr(host_mod.psutil, "cpu_times", lambda percpu=False: current[0])
+    return lambda rows: current.__setitem__(0, rows)
+
+
+def test_cpu_percent_per_core_and_whole_host_from_one_read(cpu_rows) -> None:  # type: ignore[no-untyped-def]
+    cpu_rows([_Times(100, 50, 850), _Times(10, 10, 980)])
     load = host_mod.CpuLoad()
     # Core 0: 60 busy of 100 s; core 1: 5 busy (guest time is inside user, not added)
     # and 10 s of iowait (not busy) of 100 s. Whole host: 65 of 200 s.
-    rows.append([_Times(140, 70, 890), _Times(14, 11, 1065, iowait=10, guest=3)])
+    cpu_rows([_Times(140, 70, 890), _Times(14, 11, 1065, iowait=10, guest=3)])
     assert load.percent() == (32.5, (60.0, 5.0))
-    assert reads == [True, True]  # one read of the per-core times per reading
     # A core going offline starts a new window instead of pairing the wrong cores.
-    rows.append([_Times(150, 80, 900)])
+    cpu_rows([_Times(150, 80, 900)])
     assert load.percent() == (0.0, (0.0,))
-    rows.append([_Times(200, 80, 950)])
+    cpu_rows([_Times(200, 80, 950)])
     assert load.percent() == (50.0, (50.0,))
 
 
 def test_host_cpu_percent_is_the_first_reading_after_priming(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, cpu_rows) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
     monkeypatch.setattr(host_mod.time, "monotonic", clock)
-    rows = [[_Times(0, 0, 100)]]
-    monkeypatch.setattr(host_mod.psutil, "cpu_times", lambda percpu=False: rows[-1])
+    cpu_rows([_Times(0, 0, 100)])
     src = HostSource()
     clock.t += 1.0
-    rows.append([_Times(20, 5, 175)])
+    cpu_rows([_Times(20, 5, 175)])
     sample = src.read()
     assert (sample.cpu_pct, sample.cpu_per_core_pct) == (25.0, (25.0,))
+
+
+def test_the_real_proc_stat_agrees_with_psutil() -> None:
+    """The parser against this machine's /proc/stat: as many cores as psutil sees, and
+    the same busy share of each core since boot (psutil's rows are in seconds)."""
+    ours = host_mod._stat_per_core()
+    theirs = [host_mod._busy_and_total(t) for t in psutil.cpu_times(percpu=True)]
+    assert ours is not None and len(ours) == len(theirs) >= 1
+    for (b, t), (pb, pt) in zip(ours, theirs, strict=True):
+        assert abs(b / t - pb / pt) < 0.01
 
 
 def test_host_memory_used_is_total_minus_available(monkeypatch: pytest.MonkeyPatch,
@@ -161,3 +191,34 @@ def test_host_memory_used_is_total_minus_available(monkeypatch: pytest.MonkeyPat
     assert sample.mem_total_bytes == vm.total
     monkeypatch.setattr(host_mod, "MEMINFO", str(tmp_path / "absent"))
     assert HostSource().read().mem_total_bytes == vm.total
+
+
+def test_process_cpu_percent_and_rss_are_psutils_figures() -> None:
+    """CPU % (user + system time over wall time since the last description, of one core)
+    and RSS read from /proc agree with what the process itself measures and psutil says."""
+    import time
+
+    src = HostSource()
+    me = (GpuProcess(0, os.getpid(), 1 << 20),)
+    src.describe(me)
+    c0, w0 = time.process_time(), time.monotonic()
+    while time.process_time() - c0 < 0.4:  # busy: close to one core
+        pass
+    out = src.describe(me)[0]
+    expected = 100.0 * (time.process_time() - c0) / (time.monotonic() - w0)
+    assert out.cpu_pct is not None and abs(out.cpu_pct - expected) < 10.0
+    rss = psutil.Process().memory_info().rss
+    assert out.rss_bytes is not None and abs(out.rss_bytes - rss) < 4 << 20
+
+
+def test_a_process_that_ends_between_readings_keeps_its_row_without_host_facts() -> None:
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "60"])
+    src = HostSource()
+    rows = (GpuProcess(0, child.pid, 1 << 20),)
+    assert src.describe(rows)[0].command == "sleep 60"
+    child.kill()
+    child.wait()
+    out = src.describe(rows)[0]
+    assert out.pid == child.pid and out.command is None and out.cpu_pct is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pynvml
@@ -204,9 +204,10 @@ class ExtraReads:
 
     # --- GPM profiling counters (gputui.telemetry.gpm) ----------------------------------
 
-    def _read_gpm(self, dev: _Device) -> dict[str, Any]:
+    def _read_gpm(self, dev: _Device) -> Mapping[str, Any]:
         """This tick's GPM metrics (from the previous sample and this one), {} when the
-        device has none; `gpm_note` while another profiler holds the counters."""
+        device has none; `gpm_note` while another profiler holds the counters. Read-only:
+        the session's own figures, not a copy (they become GpuSample fields)."""
         if "gpm" in dev.unsupported:
             return {}
         session = dev.gpm or self._gpm_open(dev)
@@ -217,7 +218,7 @@ class ExtraReads:
             return {"gpm_note": session.backoff.note}
         if (session.primed and session.sampled_at is not None
                 and now - session.sampled_at < self.gpm_min_gap_s):
-            return dict(session.last)  # too soon for a new pair (gpm.MIN_SAMPLE_GAP_S)
+            return session.last  # too soon for a new pair (gpm.MIN_SAMPLE_GAP_S)
         buf = session.samples[session.current]
         try:
             pynvml.nvmlGpmSampleGet(dev.handle, buf)
@@ -257,7 +258,7 @@ class ExtraReads:
                                req.numMetrics * gpm.METRIC_STRUCT.size)
         session.last, rates = gpm.parse_buffer(raw, links)
         session.link_rates = rates if links else None
-        return dict(session.last)
+        return session.last
 
     def _gpm_open(self, dev: _Device) -> _GpmSession | None:
         support = self._field(dev, "gpm", lambda: pynvml.nvmlGpmQueryDeviceSupport(dev.handle))

@@ -16,6 +16,7 @@ drivers is the same as with pynvml's wrappers.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 import pynvml
@@ -91,8 +92,32 @@ def _function(name: str) -> Any:
     return fn
 
 
+# The prepared calls: attribute → (C function, its arguments after the device handle:
+# a buffer's name in TickCalls._refs, or a constant).
+_BOUND: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "_c_util": ("nvmlDeviceGetUtilizationRates", ("util",)),
+    "_c_mem2": ("nvmlDeviceGetMemoryInfo_v2", ("mem2",)),
+    "_c_mem1": ("nvmlDeviceGetMemoryInfo", ("mem1",)),
+    "_c_temp_v": ("nvmlDeviceGetTemperatureV", ("temp",)),
+    "_c_temp": ("nvmlDeviceGetTemperature", (pynvml.NVML_TEMPERATURE_GPU, "uint")),
+    "_c_reasons": ("nvmlDeviceGetCurrentClocksEventReasons", ("ull",)),
+    "_c_throttle": ("nvmlDeviceGetCurrentClocksThrottleReasons", ("ull",)),
+    "_c_power": ("nvmlDeviceGetPowerUsage", ("uint",)),
+    "_c_fan": ("nvmlDeviceGetFanSpeed", ("uint",)),
+    "_c_clock_sm": ("nvmlDeviceGetClockInfo", (pynvml.NVML_CLOCK_SM, "uint")),
+    "_c_clock_mem": ("nvmlDeviceGetClockInfo", (pynvml.NVML_CLOCK_MEM, "uint")),
+    "_c_pstate": ("nvmlDeviceGetPerformanceState", ("int",)),
+    "_c_field": ("nvmlDeviceGetFieldValues", (1, "field")),
+}
+
+
 class TickCalls:
-    """One device's every-tick reads. Used by the one thread that reads this device."""
+    """One device's every-tick reads. Used by the one thread that reads this device.
+
+    Each read is a `functools.partial` of the C function over the handle and the
+    buffer's reference, made on first use (so a function an older driver lacks raises
+    NVMLError_FunctionNotFound when asked for, as with pynvml): calling it is one C-level
+    call, with no Python frame between the source and the foreign function."""
 
     def __init__(self, handle: Any) -> None:
         self.handle = handle
@@ -124,6 +149,17 @@ class TickCalls:
             "proc_util": r(self._proc_util),
         }
 
+    def __getattr__(self, attr: str) -> Any:
+        """A prepared call's first use: bind it (only for attributes not yet set)."""
+        spec = _BOUND.get(attr)
+        if spec is None or attr == "_refs":
+            raise AttributeError(attr)
+        name, args = spec
+        bound = functools.partial(_function(name), self.handle,
+                                  *(self._refs[a] if isinstance(a, str) else a for a in args))
+        setattr(self, attr, bound)
+        return bound
+
     def _call(self, name: str, *args: Any) -> None:
         fn = _FUNCTIONS.get(name) or _function(name)
         rc = fn(self.handle, *args)
@@ -132,54 +168,66 @@ class TickCalls:
 
     def utilization(self) -> tuple[int, int]:
         """(GPU %, memory-controller %)."""
-        self._call("nvmlDeviceGetUtilizationRates", self._refs["util"])
+        if rc := self._c_util():
+            raise pynvml.NVMLError(rc)
         return self._util.gpu, self._util.memory
 
     def memory_v2(self) -> tuple[int, int, int]:
         """(used, total, reserved) bytes."""
-        self._call("nvmlDeviceGetMemoryInfo_v2", self._refs["mem2"])
+        if rc := self._c_mem2():
+            raise pynvml.NVMLError(rc)
         m = self._mem2
         return m.used, m.total, m.reserved
 
     def memory_v1(self) -> tuple[int, int]:
         """(used, total) bytes, from drivers without the v2 call."""
-        self._call("nvmlDeviceGetMemoryInfo", self._refs["mem1"])
+        if rc := self._c_mem1():
+            raise pynvml.NVMLError(rc)
         return self._mem1.used, self._mem1.total
 
     def temperature_v(self) -> int:
-        self._call("nvmlDeviceGetTemperatureV", self._refs["temp"])
+        if rc := self._c_temp_v():
+            raise pynvml.NVMLError(rc)
         return int(self._temp.temperature)
 
     def temperature(self) -> int:
-        self._call("nvmlDeviceGetTemperature", pynvml.NVML_TEMPERATURE_GPU, self._refs["uint"])
+        if rc := self._c_temp():
+            raise pynvml.NVMLError(rc)
         return self._uint.value
 
     def clocks_event_reasons(self) -> int:
-        self._call("nvmlDeviceGetCurrentClocksEventReasons", self._refs["ull"])
+        if rc := self._c_reasons():
+            raise pynvml.NVMLError(rc)
         return self._ull.value
 
     def clocks_throttle_reasons(self) -> int:
-        self._call("nvmlDeviceGetCurrentClocksThrottleReasons", self._refs["ull"])
+        if rc := self._c_throttle():
+            raise pynvml.NVMLError(rc)
         return self._ull.value
 
     def power_mw(self) -> int:
-        self._call("nvmlDeviceGetPowerUsage", self._refs["uint"])
+        if rc := self._c_power():
+            raise pynvml.NVMLError(rc)
         return self._uint.value
 
     def fan_pct(self) -> int:
-        self._call("nvmlDeviceGetFanSpeed", self._refs["uint"])
+        if rc := self._c_fan():
+            raise pynvml.NVMLError(rc)
         return self._uint.value
 
     def clock_sm_mhz(self) -> int:
-        self._call("nvmlDeviceGetClockInfo", pynvml.NVML_CLOCK_SM, self._refs["uint"])
+        if rc := self._c_clock_sm():
+            raise pynvml.NVMLError(rc)
         return self._uint.value
 
     def clock_mem_mhz(self) -> int:
-        self._call("nvmlDeviceGetClockInfo", pynvml.NVML_CLOCK_MEM, self._refs["uint"])
+        if rc := self._c_clock_mem():
+            raise pynvml.NVMLError(rc)
         return self._uint.value
 
     def pstate(self) -> int:
-        self._call("nvmlDeviceGetPerformanceState", self._refs["int"])
+        if rc := self._c_pstate():
+            raise pynvml.NVMLError(rc)
         return self._int.value
 
     def field_value(self, field_id: int) -> tuple[int, float | None]:
@@ -187,7 +235,8 @@ class TickCalls:
         unless that code is NVML_SUCCESS)."""
         f = self._field
         f.fieldId, f.scopeId = field_id, 0
-        self._call("nvmlDeviceGetFieldValues", 1, self._refs["field"])
+        if rc := self._c_field():
+            raise pynvml.NVMLError(rc)
         if f.nvmlReturn != pynvml.NVML_SUCCESS:
             return int(f.nvmlReturn), None
         read = _VALUE_READERS.get(f.valueType, _VALUE_READERS[pynvml.NVML_VALUE_TYPE_UNSIGNED_INT])
