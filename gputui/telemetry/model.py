@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gputui.telemetry.frozen import fast_constructor
 from gputui.telemetry.mig import MigDevice
 
 
@@ -147,6 +148,11 @@ class GpuSample:
         if self.power_w is None or not self.power_limit_w:
             return None
         return 100.0 * self.power_w / self.power_limit_w
+
+
+
+# GpuSample(...) for the sampler's hot path: one per GPU per tick (gputui.telemetry.frozen).
+new_gpu_sample = fast_constructor(GpuSample)
 
 
 @dataclass(frozen=True, slots=True)
