@@ -12,7 +12,7 @@ from typing import Any
 import psutil
 
 from gputui.telemetry.container import ContainerNames
-from gputui.telemetry.model import GpuProcess, HostSample
+from gputui.telemetry.model import GpuProcess, HostSample, new_gpu_process
 
 # psutil's CPU % is a delta since the previous call; shorter windows are noise.
 MIN_CPU_WINDOW_S = 0.1
@@ -191,9 +191,12 @@ class HostSource:
                                        proc.create_time(),
                                        self._containers.get(p.pid, proc.create_time()))
                 cpu, rss = self._usage(p.pid, proc, now, cpu_seen)
-                out.append(replace(p, user=known.user, command=known.command, cpu_pct=cpu,
-                                   rss_bytes=rss, started=known.started,
-                                   container=known.container))
+                out.append(new_gpu_process(
+                    gpu_index=p.gpu_index, pid=p.pid, gpu_mem_bytes=p.gpu_mem_bytes,
+                    kind=p.kind, user=known.user, command=known.command, cpu_pct=cpu,
+                    rss_bytes=rss, started=known.started, sm_util_pct=p.sm_util_pct,
+                    mem_util_pct=p.mem_util_pct, enc_util_pct=p.enc_util_pct,
+                    dec_util_pct=p.dec_util_pct, container=known.container))
                 alive[p.pid] = proc
                 facts[p.pid] = known
             except (psutil.NoSuchProcess, psutil.ZombieProcess):

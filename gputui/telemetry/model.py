@@ -176,6 +176,10 @@ class GpuProcess:
     container: str | None = None
 
 
+
+# GpuProcess(...) for the sampler's hot path: one per GPU process with each process list.
+new_gpu_process = fast_constructor(GpuProcess)
+
 @dataclass(frozen=True, slots=True)
 class GpuEvent:
     """Something NVML reported as it happened (nvmlEventSetWait): an XID error, an ECC error."""

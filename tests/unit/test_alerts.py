@@ -184,3 +184,61 @@ def test_alerts_are_frozen() -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("Alert must be immutable: the UI holds on to them")
+
+
+def test_the_all_clear_shortcut_changes_no_alert() -> None:
+    """The engine skips the rules of a GPU that is below every line and has no active
+    alert. Over a random walk across every threshold (throttling, temperature, memory
+    temperature, memory use, ECC, GPM busy, row remap, lost, stale), an engine that runs
+    every rule every tick raises, refreshes and clears exactly the same alerts."""
+    import random
+    from dataclasses import replace
+
+    from gputui.telemetry.alerts import AlertEngine as Engine
+
+    class EveryRule(Engine):
+        def _all_clear(self, g: GpuSample) -> bool:
+            return False
+
+    class Counting(Engine):
+        taken = 0
+
+        def _all_clear(self, g: GpuSample) -> bool:
+            clear = super()._all_clear(g)
+            self.taken += clear
+            return clear
+
+    rng = random.Random(15)
+    fast, full = Counting(), EveryRule()
+    tracker = ThrottleTracker()
+    ecc = [0, 0, 0]
+    for t in range(600):
+        gpus = []
+        for i in range(3):
+            if rng.random() < 0.01:
+                ecc[i] += 1
+            def pick(healthy: object, *bad: object) -> object:
+                # Mostly healthy, so that alerts also clear and GPUs become all clear.
+                return healthy if rng.random() < 0.9 else rng.choice(bad)
+
+            gpus.append(gpu(
+                i, info=device(i, temp_mem_max_c=95),
+                throttle_mask=pick(rng.choice([0, 0x1, 0x4]), 0x20, 0x40, 0x80),
+                temp_c=pick(rng.choice([60, 70, 77]), 79, 80, 84, 86, 90, None),
+                mem_temp_c=pick(rng.choice([60, 80, 87]), 89, 90, 94, None),
+                mem_used_bytes=int(80 * 2**30 * pick(rng.choice([0.1, 0.5, 0.92]), 0.94,
+                                                     0.96, 0.99))),
+            )
+            gpus[-1] = replace(
+                gpus[-1], ecc_uncorrected=ecc[i] if rng.random() < 0.9 else None,
+                gpm_note=None if rng.random() < 0.97 else "profiling counters are held",
+                remap_pending=rng.random() < 0.02, remap_failure=rng.random() < 0.005,
+                lost=rng.random() < 0.005, stale=rng.random() < 0.01,
+                stale_s=rng.choice([1.0, 5.0]))
+        snap = snapshot(t, gpus)
+        tracker.update(snap.gpus, snap.time, snap.mono)
+        ongoing = tracker.ongoing()
+        assert fast.update(snap, ongoing) == full.update(snap, ongoing), t
+        assert fast.active() == full.active() and fast.last_cleared == full.last_cleared
+    assert fast.history() == full.history() and len(full.history()) > 20
+    assert fast.taken > 100  # the walk did pass through all-clear ticks

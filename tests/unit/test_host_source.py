@@ -222,3 +222,19 @@ def test_a_process_that_ends_between_readings_keeps_its_row_without_host_facts()
     child.wait()
     out = src.describe(rows)[0]
     assert out.pid == child.pid and out.command is None and out.cpu_pct is None
+
+
+def test_description_keeps_every_field_nvml_gave() -> None:
+    """Host facts are added; every field the NVML side filled comes through unchanged."""
+    import dataclasses
+
+    src = HostSource()
+    nvml_side = GpuProcess(gpu_index=2, pid=os.getpid(), gpu_mem_bytes=5 << 30,
+                           kind="compute+graphics", sm_util_pct=71, mem_util_pct=33,
+                           enc_util_pct=4, dec_util_pct=5)
+    (out,) = src.describe((nvml_side,))
+    host_side = {"user", "command", "cpu_pct", "rss_bytes", "started", "container"}
+    for f in dataclasses.fields(GpuProcess):
+        if f.name not in host_side:
+            assert getattr(out, f.name) == getattr(nvml_side, f.name), f.name
+    assert out.command and out.rss_bytes and out.started

@@ -156,6 +156,11 @@ class _GpmSession:
     # pynvml.c_nvmlGpmMetricsGet_t, metric ids filled in: requests[i] takes its second
     # sample from samples[i] and its first from the other buffer.
     requests: tuple[Any, Any]
+    # Per request: its numMetrics as last set, its byref and its metrics array's address
+    # (made once: pynvml's struct accessors cost ~1 µs per read).
+    asked: list[int] = field(default_factory=lambda: [0, 0])
+    request_refs: tuple[Any, ...] = ()
+    metrics_at: tuple[int, ...] = ()
     current: int = 0  # the buffer the next sample goes into
     primed: bool = False  # the other buffer holds a good sample
     links: int = 0  # NVLink links whose per-link rates the request asks for

@@ -23,6 +23,7 @@ from gputui.telemetry.nvml.common import (
     _Device,
     _GpmSession,
 )
+from gputui.telemetry.nvml.prepared import gpm_metrics_get
 from gputui.telemetry.units import kib_to_bytes, mw_to_w
 
 # nvmlSample_t (timeStamp, then the 8-byte nvmlValue_t union) per value type.
@@ -35,6 +36,10 @@ _SAMPLE_LAYOUTS: dict[int, struct.Struct] = {
     pynvml.NVML_VALUE_TYPE_SIGNED_INT: struct.Struct("=Qi4x"),
     pynvml.NVML_VALUE_TYPE_UNSIGNED_SHORT: struct.Struct("=QH6x"),
 }
+
+
+# The unsupported-set name of each kind of sub-second samples.
+_SAMPLE_FIELDS = {key: f"samples_{key}" for key in ("power_w", "util_gpu_pct", "clock_sm_mhz")}
 
 
 def _gpm_request(ids: tuple[int, ...], sample1: Any, sample2: Any) -> Any:
@@ -138,19 +143,18 @@ class ExtraReads:
         """Each link's state, up to the first link the GPU does not have."""
         if "nvlink" in dev.unsupported:
             return None
-        states: list[bool] = []
         # Up to the count found the first time: the link past the last is not asked again.
         known = len(dev.nvlink_states) if dev.nvlink_states else pynvml.NVML_NVLINK_MAX_LINKS
-        for link in range(known):
-            try:
-                states.append(bool(dev.calls.nvlink_state(link)))
-            except pynvml.NVMLError_GpuIsLost:
-                raise
-            except (pynvml.NVMLError_InvalidArgument, pynvml.NVMLError_NotSupported,
-                    pynvml.NVMLError_FunctionNotFound):
-                break
-            except pynvml.NVMLError:
-                return dev.nvlink_states  # transient: keep what was known
+        try:
+            states, rc = dev.calls.nvlink_states(known)
+        except pynvml.NVMLError_FunctionNotFound:
+            states, rc = [], pynvml.NVML_ERROR_FUNCTION_NOT_FOUND
+        if rc == pynvml.NVML_ERROR_GPU_IS_LOST:
+            raise pynvml.NVMLError(rc)
+        if rc not in (0, pynvml.NVML_ERROR_INVALID_ARGUMENT, pynvml.NVML_ERROR_NOT_SUPPORTED,
+                      pynvml.NVML_ERROR_FUNCTION_NOT_FOUND):
+            return dev.nvlink_states  # transient: keep what was known
+        # (INVALID_ARGUMENT, NOT_SUPPORTED: the link past the GPU's last.)
         if not states:
             dev.unsupported.add("nvlink")
             return None
@@ -160,7 +164,7 @@ class ExtraReads:
         """Min and max of the driver's samples newer than the last ones read (none new,
         NOT_FOUND: N/A this tick)."""
         seen = dev.sample_seen.get(kind, 0)
-        got = self._field(dev, f"samples_{key}", lambda: _samples(dev, kind, seen))
+        got = self._field(dev, _SAMPLE_FIELDS[key], _samples, dev, kind, seen)
         if not got:
             return
         stamps, values = got
@@ -221,7 +225,7 @@ class ExtraReads:
             return session.last  # too soon for a new pair (gpm.MIN_SAMPLE_GAP_S)
         buf = session.samples[session.current]
         try:
-            pynvml.nvmlGpmSampleGet(dev.handle, buf)
+            dev.calls.gpm_sample(buf)
         except pynvml.NVMLError_GpuIsLost:
             raise
         except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound):
@@ -241,21 +245,21 @@ class ExtraReads:
         if not primed:
             return {}
         # The request whose second sample is the one just taken (its first, the previous).
-        req = session.requests[1 - session.current]
+        i = 1 - session.current
+        req = session.requests[i]
         # The per-link metrics follow the fixed ones in the request: asked for only while
         # wanted (36 of 48 metrics on an 18-link GPU).
         links = session.links if self.link_rates_wanted else 0
         n = len(gpm.METRIC_IDS) + 2 * links
-        if req.numMetrics != n:
-            req.numMetrics = n
+        if session.asked[i] != n:
+            req.numMetrics = session.asked[i] = n
         try:
-            pynvml.nvmlGpmMetricsGet(req)
+            gpm_metrics_get(session.request_refs[i])
         except pynvml.NVMLError_GpuIsLost:
             raise
         except pynvml.NVMLError:
             return {}
-        raw = ctypes.string_at(ctypes.addressof(req.metrics),
-                               req.numMetrics * gpm.METRIC_STRUCT.size)
+        raw = ctypes.string_at(session.metrics_at[i], n * gpm.METRIC_STRUCT.size)
         session.last, rates = gpm.parse_buffer(raw, links)
         session.link_rates = rates if links else None
         return session.last
@@ -281,7 +285,10 @@ class ExtraReads:
         # One request per order of the two buffers, filled in once: a tick only points
         # NVML at the one whose second sample is the newest.
         reqs = tuple(_gpm_request(ids, first, second) for first, second in ((b, a), (a, b)))
-        dev.gpm = _GpmSession((a, b), reqs, links=links)
+        dev.gpm = _GpmSession(
+            (a, b), reqs, links=links, asked=[len(ids), len(ids)],
+            request_refs=tuple(ctypes.byref(r) for r in reqs),
+            metrics_at=tuple(ctypes.addressof(r.metrics) for r in reqs))
         return dev.gpm
 
     @staticmethod

@@ -111,6 +111,13 @@ _BOUND: dict[str, tuple[str, tuple[Any, ...]]] = {
 }
 
 
+def gpm_metrics_get(request_ref: Any) -> None:
+    """nvmlGpmMetricsGet on a request the caller keeps (and its byref made once)."""
+    if rc := (_FUNCTIONS.get("nvmlGpmMetricsGet") or _function("nvmlGpmMetricsGet"))(
+            request_ref):
+        raise pynvml.NVMLError(rc)
+
+
 class TickCalls:
     """One device's every-tick reads. Used by the one thread that reads this device.
 
@@ -138,6 +145,7 @@ class TickCalls:
         self._proc_util = _ProcessesUtil()
         self._proc_util.version = pynvml.ProcessesUtilizationInfo_v1
         self._proc_util.procUtilArray = self._proc_utils
+        self._link_calls: list[Any] | None = None  # nvlink_states' bound calls
         self._sample_type = ctypes.c_int()
         self._sample_count = ctypes.c_uint()
         r = ctypes.byref
@@ -287,9 +295,26 @@ class TickCalls:
         return [(u.pid, u.timeStamp, u.smUtil, u.memUtil, u.encUtil, u.decUtil)
                 for u in self._proc_utils[:info.processSamplesCount]]
 
-    def nvlink_state(self, link: int) -> int:
-        self._call("nvmlDeviceGetNvLinkState", link, self._refs["uint"])
-        return self._uint.value
+    def gpm_sample(self, sample: Any) -> None:
+        """nvmlGpmSampleGet into one of the device's two GPM sample buffers."""
+        self._call("nvmlGpmSampleGet", sample)
+
+    def nvlink_states(self, links: int) -> tuple[list[bool], int]:
+        """Whether each of links 0 .. links-1 is up, until one does not answer: (the
+        states read, that link's return code or 0). One bound call per link, made once."""
+        calls = self._link_calls
+        if calls is None:
+            fn = _function("nvmlDeviceGetNvLinkState")
+            calls = self._link_calls = [
+                functools.partial(fn, self.handle, link, self._refs["uint"])
+                for link in range(pynvml.NVML_NVLINK_MAX_LINKS)]
+        state = self._uint
+        out: list[bool] = []
+        for call in calls[:links]:
+            if rc := call():
+                return out, rc
+            out.append(bool(state.value))
+        return out, 0
 
     def samples(self, kind: int, last_seen_us: int) -> tuple[int, bytes] | None:
         """The driver's samples of `kind` newer than `last_seen_us`: (value type, the raw

@@ -20,6 +20,7 @@ from gputui.telemetry.model import (
     GpuProcess,
     GpuSample,
     SystemInfo,
+    new_gpu_process,
     new_gpu_sample,
 )
 from gputui.telemetry.nvml.common import (
@@ -223,9 +224,9 @@ class NvmlSource(ExtraReads, MigReads):
 
     # --- per-field calls ---------------------------------------------------------------
 
-    def _field(self, dev: _Device, name: str, fn: Callable[[], T], *,
+    def _field(self, dev: _Device, name: str, fn: Callable[..., T], *args: Any,
                newer_call: bool = False) -> T | None:
-        """One NVML read. NOT_SUPPORTED is remembered; GpuIsLost propagates.
+        """One NVML read, `fn(*args)`. NOT_SUPPORTED is remembered; GpuIsLost propagates.
 
         With `newer_call`, a function this driver lacks propagates too, so that
         `_fallback_call` can switch to the older form.
@@ -233,7 +234,7 @@ class NvmlSource(ExtraReads, MigReads):
         if name in dev.unsupported:
             return None
         try:
-            return fn()
+            return fn(*args)
         except (pynvml.NVMLError_FunctionNotFound, pynvml.NVMLError_ArgumentVersionMismatch):
             if newer_call:
                 raise
@@ -463,9 +464,13 @@ class NvmlSource(ExtraReads, MigReads):
         util = (self._process_util(dev) if found and "process_util" in self.fields
                 else {})
         none4 = (None, None, None, None)
-        return [GpuProcess(dev.index, pid, mem, kind, None, None, None, None, None,
-                           *util.get(pid, none4))
-                for pid, (mem, kind) in found.items()]
+        out = []
+        for pid, (mem, kind) in found.items():
+            sm, mem_util, enc, dec = util.get(pid, none4)
+            out.append(new_gpu_process(gpu_index=dev.index, pid=pid, gpu_mem_bytes=mem,
+                                       kind=kind, sm_util_pct=sm, mem_util_pct=mem_util,
+                                       enc_util_pct=enc, dec_util_pct=dec))
+        return out
 
     @staticmethod
     def _process_list(dev: _Device, kind: str) -> list[tuple[int, int | None]]:
