@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -53,6 +54,12 @@ def _gpm_request(ids: tuple[int, ...], sample1: Any, sample2: Any) -> Any:
     return req
 
 
+@functools.lru_cache(maxsize=64)
+def _array_layout(item: str, n: int) -> struct.Struct:
+    """`n` samples of one layout (its format without the byte-order prefix) in a row."""
+    return struct.Struct("=" + item.lstrip("=") * n)
+
+
 def _samples(dev: _Device, kind: int, seen: int,
              ) -> tuple[tuple[int, ...], tuple[float, ...]] | None:
     """(timestamps µs, values) of the driver's samples of `kind` newer than `seen`: one
@@ -72,9 +79,10 @@ def _samples(dev: _Device, kind: int, seen: int,
         return None
     layout = _SAMPLE_LAYOUTS.get(value_type)
     if layout is not None and layout.size == ctypes.sizeof(pynvml.c_nvmlSample_t):
-        # Unpacked from the array's bytes in one go: a tenth of the cost of per-field
-        # attribute reads (up to ~100 samples per GPU and tick).
-        pairs = list(layout.iter_unpack(raw))
+        # The whole array unpacked in one call (timestamp, value, timestamp, value, ...):
+        # a tenth of the cost of per-field attribute reads, every GPU every tick.
+        flat = _array_layout(layout.format, len(raw) // layout.size).unpack(raw)
+        return flat[0::2], flat[1::2]
     else:
         if samples is None:
             samples = (pynvml.c_nvmlSample_t * (len(raw) // ctypes.sizeof(
