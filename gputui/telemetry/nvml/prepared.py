@@ -21,6 +21,8 @@ from typing import Any
 
 import pynvml
 
+from gputui.telemetry.nvml.common import _FIELD_VALUE_GETTERS
+
 
 class _Utilization(ctypes.Structure):
     _fields_ = pynvml.c_nvmlUtilization_t._fields_
@@ -68,16 +70,6 @@ _NOT_AVAILABLE = ctypes.c_ulonglong(-1).value
 # kind. A full buffer may mean more were waiting, and is read again the long way.
 SAMPLE_CAPACITY = 256
 
-# Field value union readers by NVML value type (nvmlValueType_t).
-_VALUE_READERS = {
-    pynvml.NVML_VALUE_TYPE_DOUBLE: lambda v: v.dVal,
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: lambda v: v.uiVal,
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: lambda v: v.ulVal,
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: lambda v: v.ullVal,
-    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: lambda v: v.sllVal,
-    pynvml.NVML_VALUE_TYPE_SIGNED_INT: lambda v: v.siVal,
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_SHORT: lambda v: v.usVal,
-}
 
 
 # The C functions by name, as pynvml resolves them (NVMLError_FunctionNotFound when the
@@ -247,7 +239,8 @@ class TickCalls:
             raise pynvml.NVMLError(rc)
         if f.nvmlReturn != pynvml.NVML_SUCCESS:
             return int(f.nvmlReturn), None
-        read = _VALUE_READERS.get(f.valueType, _VALUE_READERS[pynvml.NVML_VALUE_TYPE_UNSIGNED_INT])
+        read = _FIELD_VALUE_GETTERS.get(
+            f.valueType, _FIELD_VALUE_GETTERS[pynvml.NVML_VALUE_TYPE_UNSIGNED_INT])
         return pynvml.NVML_SUCCESS, read(f.value)
 
     def core(self, clock_mem: bool, skip: frozenset[str]) -> tuple[Any, ...]:
