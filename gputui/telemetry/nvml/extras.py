@@ -205,7 +205,7 @@ class ExtraReads:
     def _field_value(self, dev: _Device, name: str, field_id: int) -> int | None:
         """One nvmlDeviceGetFieldValues field as an integer; its own NOT_SUPPORTED counts
         like the call's."""
-        got = self._field(dev, name, lambda: dev.calls.field_value(field_id))
+        got = self._field(dev, name, dev.calls.field_value, field_id)
         if got is None:
             return None
         rc, value = got
