@@ -2,8 +2,9 @@
 """How much the monitor costs the machine it watches: `gputui` in tmux, 8 fake GPUs,
 optionally side by side with nvitop (or another gputui checkout) in the same setup.
 
-Runs the real `gputui` in a 160×50 tmux pane against the fake NVML library
-(tests/fakenvml, scenario eight_gpus.conf) at 1 Hz for 20 s and measures:
+Runs the real `gputui` in a 160×50 tmux pane (`--size`) against the fake NVML library
+(tests/fakenvml, scenario eight_gpus.conf; `--gpus N` repeats its GPUs up to N) at 1 Hz
+for 20 s and measures:
 
 - first frame: from exec'ing the program until `capture-pane` shows a GPU name;
 - the measured window starts `--settle` seconds (5) after the first frame: start-up and
@@ -37,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -54,7 +56,7 @@ if str(ROOT) not in sys.path:
 from tests.e2e.tmux import TmuxSession, gputui_command, tmux_available  # noqa: E402
 from tests.fakenvml.harness import build_library, read_stats, scenario_path  # noqa: E402
 
-WIDTH, HEIGHT = 160, 50
+WIDTH, HEIGHT = 160, 50  # the default pane; --size changes it
 GPU_NAME = "H100"  # eight_gpus.conf: "NVIDIA H100 80GB HBM3" (compact layouts may shorten)
 NVITOP_VERSION = "1.7.2"
 NVITOP_VENV = ROOT / "build" / "tui-perf-nvitop"
@@ -119,9 +121,10 @@ def nvitop_program(interval: float) -> Program:
     # --interval 1: nvitop's process panel refreshes at interval/3 and its device and
     # host panels every 0.5 s (its defaults), its screen loop every 0.2 s.
     # In 160×50 with 8 GPUs its auto mode picks the compact device rows (no name shown):
-    # ready once the process panel, drawn after the devices, is on screen.
+    # ready once the device rows are on screen ("560W / 700W"; the process panel is below
+    # the pane with many GPUs). nvitop draws a whole frame with one curses refresh.
     return Program("nvitop", (str(exe), "--monitor", "auto", "--interval", f"{interval:g}"),
-                   ready="Processes:")
+                   ready="W / 700W")
 
 
 def gputui_program(interval: float, tree: Path | None = None) -> Program:
@@ -136,7 +139,32 @@ def gputui_program(interval: float, tree: Path | None = None) -> Program:
                    (("PYTHONPATH", str(tree.resolve())),))
 
 
-def measure(program: Program, duration: float, settle: float = 5.0) -> dict[str, object]:
+def scenario_text(gpus: int) -> str:
+    """eight_gpus.conf widened (or narrowed) to `gpus` GPUs: GPU k copies GPU k % 8's
+    values and waves, with its own UUID, PCI bus id and process id."""
+    base = scenario_path("eight_gpus").read_text().splitlines()
+    head = [ln for ln in base if not ln.startswith("gpu.") and "device_count" not in ln]
+    per: dict[int, list[tuple[str, str]]] = {}
+    for ln in base:
+        m = re.match(r"gpu\.(\d+)\.(\S+)\s*=\s*(.*)$", ln)
+        if m:
+            per.setdefault(int(m.group(1)), []).append((m.group(2), m.group(3)))
+    out = [*head, f"device_count = {gpus}"]
+    for k in range(gpus):
+        for key, value in per[k % 8]:
+            if key == "uuid":
+                value = f"GPU-8c0a5e1d-0000-4000-8000-{k:012x}"
+            elif key == "pci_bus_id":
+                value = f"00000000:{k + 0x10:02X}:00.0"
+            elif key == "processes":
+                value = f"{10000 + k}:" + value.split(":", 1)[1]
+            out.append(f"gpu.{k}.{key} = {value}")
+    return "\n".join(out) + "\n"
+
+
+def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 8,
+            size: tuple[int, int] = (WIDTH, HEIGHT)) -> dict[str, object]:
+    width, height = size
     lib = build_library()
     with tempfile.TemporaryDirectory(prefix="gputui-perf-") as tmp_name:
         tmp = Path(tmp_name)
@@ -146,11 +174,13 @@ def measure(program: Program, duration: float, settle: float = 5.0) -> dict[str,
                 if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHONPATH"))}
         for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             base[var] = str(tmp / var.lower())
-        env = lib.env(scenario_path("eight_gpus"), stats_file=stats_file, base=base)
+        scenario = tmp / f"{gpus}_gpus.conf"
+        scenario.write_text(scenario_text(gpus))
+        env = lib.env(scenario, stats_file=stats_file, base=base)
         env.update(dict(program.env))
         # Gated: the program starts only once pipe-pane is attached, so no byte is
         # missed and the clock starts when the program does, not when tmux does.
-        with TmuxSession(list(program.command), env=env, width=WIDTH, height=HEIGHT,
+        with TmuxSession(list(program.command), env=env, width=width, height=height,
                          name="perf", gated=True) as s:
             s.tmux("pipe-pane", "-o", "-t", s.name, f"cat >> '{pipe_file}'")
             s.release()
@@ -193,8 +223,8 @@ def measure(program: Program, duration: float, settle: float = 5.0) -> dict[str,
             "measured_s": round(wall, 2),
             "settle_s": settle,
             "run_s": round(run_s, 2),
-            "terminal": f"{WIDTH}x{HEIGHT}",
-            "gpus": 8,
+            "terminal": f"{width}x{height}",
+            "gpus": gpus,
             "exit_status": status,
             "nvml_calls_total": calls,
             "nvml_top_calls": dict(top),
@@ -231,7 +261,8 @@ def _shown(value: object, unit: str) -> str:
 
 
 def report(results: list[dict[str, object]], interval: float, duration: float,
-           settle: float) -> tuple[str, bool]:
+           settle: float, gpus: int = 8, size: tuple[int, int] = (WIDTH, HEIGHT),
+           ) -> tuple[str, bool]:
     """One column per program; the target is checked for the first (this gputui)."""
     header = ("metric", *(str(r["program"]) for r in results), "target", "")
     rows: list[tuple[str, ...]] = [header]
@@ -245,7 +276,7 @@ def report(results: list[dict[str, object]], interval: float, duration: float,
     lines = _table(rows)
     loads = [x for r in results for x in _loads(r)]
     rounds = results[0].get("rounds", 1)
-    lines.append(f"(8 fake GPUs, {WIDTH}x{HEIGHT}, every {interval:g}s, measured over "
+    lines.append(f"({gpus} fake GPUs, {size[0]}x{size[1]}, every {interval:g}s, measured over "
                  f"{duration:g}s from {settle:g}s after the first frame"
                  + (f", median of {rounds} alternating rounds" if rounds != 1 else "")
                  + f"; machine load {min(loads):g}–{max(loads):g} on {os.cpu_count()} CPUs)")
@@ -269,13 +300,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run nvitop, or another gputui source tree, the same way")
     ap.add_argument("--rounds", type=int, default=1,
                     help="alternate the programs this many times; report medians (1)")
+    ap.add_argument("--gpus", type=int, default=8, help="fake GPUs, 1-64 (8)")
+    ap.add_argument("--size", default=f"{WIDTH}x{HEIGHT}",
+                    help=f"tmux pane, COLSxROWS ({WIDTH}x{HEIGHT})")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
     args = ap.parse_args(argv)
-    if args.duration <= 0 or args.interval <= 0 or args.rounds < 1 or args.settle < 0:
+    size = re.fullmatch(r"(\d+)x(\d+)", args.size)
+    if (args.duration <= 0 or args.interval <= 0 or args.rounds < 1 or args.settle < 0
+            or not 1 <= args.gpus <= 64 or size is None):
         print("tui_perf: --duration and --interval must be > 0, --settle >= 0, "
-              "--rounds >= 1", file=sys.stderr)
+              "--rounds >= 1, --gpus 1-64, --size COLSxROWS", file=sys.stderr)
         return 2
+    pane = (int(size.group(1)), int(size.group(2)))
     if not tmux_available():
         print("tui_perf: tmux is not installed", file=sys.stderr)
         return 2
@@ -293,9 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         # Alternate which goes first, so a drift in the machine's load favours neither.
         order = range(len(programs)) if rnd % 2 == 0 else reversed(range(len(programs)))
         for i in order:
-            runs[i].append(measure(programs[i], args.duration, args.settle))
+            runs[i].append(measure(programs[i], args.duration, args.settle, args.gpus, pane))
     results = [r[0] if args.rounds == 1 else median_of(r) for r in runs]
-    text, ok = report(results, args.interval, args.duration, args.settle)
+    text, ok = report(results, args.interval, args.duration, args.settle, args.gpus, pane)
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else
                          {str(r["program"]): r for r in results}, indent=2))

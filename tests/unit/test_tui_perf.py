@@ -1,4 +1,4 @@
-"""benchmarks/tui_perf.py (#14 item 10): gputui and nvitop measured the same way and
+"""benchmarks/tui_perf.py: gputui and nvitop measured the same way and
 shown side by side; medians over alternating rounds; bad arguments are one line."""
 
 from __future__ import annotations
@@ -48,3 +48,14 @@ def test_bad_arguments_are_one_line_and_exit_2() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("tui_perf:") and len(proc.stderr.splitlines()) == 1
+
+
+def test_scenario_for_32_gpus_has_32_distinct_gpus() -> None:
+    tp = _module()
+    text = tp.scenario_text(32)
+    assert "device_count = 32" in text
+    uuids = {ln.split("=", 1)[1].strip() for ln in text.splitlines() if ".uuid" in ln}
+    buses = {ln.split("=", 1)[1].strip() for ln in text.splitlines() if ".pci_bus_id" in ln}
+    assert len(uuids) == 32 and len(buses) == 32
+    # GPU 9 copies GPU 1's figures (eight_gpus.conf repeated)
+    assert "gpu.9.mem_used = 61000000000" in text
