@@ -26,12 +26,12 @@ class Frame:
     episodes: tuple[ThrottleEpisode, ...] = ()  # closed then ongoing, oldest first
     alerts: tuple[Alert, ...] = ()  # active now, errors first
     raised: tuple[Alert, ...] = ()  # raised by this very snapshot (toasts)
-    # Alerts that became inactive with this very snapshot (notifications say "ended").
-    cleared: tuple[Alert, ...] = ()
     # A replay that jumped: the view forgets its history and first takes in these
     # earlier snapshots (the history window before `snapshot`), quietly.
     reset: bool = False
     catch_up: tuple[Snapshot, ...] = field(default=())
+    # Alerts that became inactive with this very snapshot (notifications say "ended").
+    cleared: tuple[Alert, ...] = ()
 
     @property
     def stale_gpus(self) -> tuple[int, ...]:

@@ -228,7 +228,8 @@ class Sampler:
             listeners = list(self._listeners)
             frame_listeners = list(self._frame_listeners)
             frame = Frame(snap, frozen_map(ongoing), self.tracker.episodes(), tuple(active),
-                          tuple(raised), reset, catch_up, cleared) if frame_listeners else None
+                          tuple(raised), reset, catch_up,
+                          cleared=cleared) if frame_listeners else None
         for fn in listeners:
             self._call(fn, snap)
         for fl in frame_listeners:
