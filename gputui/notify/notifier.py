@@ -53,6 +53,7 @@ class _Channel:
         self.delivered = self.failed = self.dropped = 0
         self.last_error: str | None = None
         self._failing = False  # the last delivery failed (said once, until one succeeds)
+        self._in_flight = False
         self._thread = threading.Thread(target=self._run, name=f"gputui-notify-{sink.name}",
                                         daemon=True)
 
@@ -76,29 +77,37 @@ class _Channel:
         while True:
             event = self._queue.get()
             if event is None or self._stop.is_set():
+                self._queue.task_done()
                 return
+            with self._lock:
+                self._in_flight = True
             try:
                 self.sink.send(event, self._stop)
             except DeliveryError as exc:
-                self._failed(str(exc))
+                self._done(str(exc))
             except Exception as exc:  # a sink's bug must not end the worker
                 logging.getLogger("gputui").exception("notification sink failed")
-                self._failed(type(exc).__name__)
+                self._done(type(exc).__name__)
             else:
-                with self._lock:
-                    self.delivered += 1
-                    self._failing = False
+                self._done(None)
             finally:
                 self._queue.task_done()
 
-    def _failed(self, reason: str) -> None:
+    def _done(self, error: str | None) -> None:
         with self._lock:
+            if self._stop.is_set():
+                return  # already counted as not delivered when the notifier closed
+            self._in_flight = False
+            if error is None:
+                self.delivered += 1
+                self._failing = False
+                return
             self.failed += 1
-            self.last_error = reason
+            self.last_error = error
             first = not self._failing
             self._failing = True
         if first:
-            self._say(f"{self.sink.name}: event not delivered ({reason}); further failures "
+            self._say(f"{self.sink.name}: event not delivered ({error}); further failures "
                       "are counted")
 
     def _say(self, line: str) -> None:
@@ -111,9 +120,11 @@ class _Channel:
         return self._queue.unfinished_tasks == 0
 
     def stop(self) -> None:
-        """Give up on what is still queued (counted as dropped) and end the worker."""
-        self._stop.set()
-        left = 0
+        """Give up on what is still queued or being sent (counted as dropped) and end the
+        worker."""
+        with self._lock:
+            self._stop.set()
+            left = 1 if self._in_flight else 0
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -125,7 +136,7 @@ class _Channel:
         with self._lock:
             self.dropped += left
             if left and self.last_error is None:
-                self.last_error = "still waiting at exit"
+                self.last_error = "still being sent at exit"
         try:
             self._queue.put_nowait(None)
         except queue.Full:

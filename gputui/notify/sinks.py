@@ -9,6 +9,7 @@ in the path.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import signal
@@ -18,7 +19,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from gputui import __version__
 from gputui.notify.events import Event
@@ -67,13 +68,16 @@ def check_webhook_url(url: str) -> str | None:
     return None
 
 
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """`text` with every secret URL in it replaced by its host (an error from a library
-    may quote the URL it was given)."""
-    for url in secrets:
-        if url and url in text:
-            text = text.replace(url, f"<{url_host(url)}>")
-    return text
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """(the URL without `user:password@`, a Basic Authorization header for them or None):
+    urllib does not take credentials from the URL itself."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, None
+    netloc = parts.netloc.rpartition("@")[2]
+    creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    header = "Basic " + base64.b64encode(creds.encode("utf-8")).decode("ascii")
+    return urlunsplit(parts._replace(netloc=netloc)), header
 
 
 @dataclass
@@ -107,10 +111,11 @@ class WebhookSink:
         raise DeliveryError(reason)
 
     def _post(self, body: bytes) -> None:
-        req = urllib.request.Request(
-            self.url, data=body, method="POST",
-            headers={"Content-Type": "application/json",
-                     "User-Agent": f"gputui/{__version__}"})
+        url, auth = split_userinfo(self.url)
+        headers = {"Content-Type": "application/json", "User-Agent": f"gputui/{__version__}"}
+        if auth:
+            headers["Authorization"] = auth
+        req = urllib.request.Request(url, data=body, method="POST", headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 resp.read(65536)
