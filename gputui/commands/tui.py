@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from gputui.ui.options import AppOptions
     from gputui.ui.themes import require_theme
 
-    settings = notify_cli.apply_config(args)  # config.toml under the flags
+    settings = notify_cli.apply_config(args, monitor=True)  # config.toml under the flags
     require_theme(args.theme)  # a typo is one line and exit 2, not a silent default
     # The app adds the terminal sink (it writes through the app's terminal) and shows
     # delivery failures as toasts; the summary is printed once the terminal is back.

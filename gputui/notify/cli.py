@@ -64,9 +64,10 @@ def add_notify_arguments(parser: argparse.ArgumentParser, *, terminal: bool = Fa
                    help=f"comma-separated kinds to send (default all: {','.join(KNOWN_KINDS)})")
 
 
-def apply_config(args: argparse.Namespace) -> NotifySettings:
+def apply_config(args: argparse.Namespace, *, monitor: bool = False) -> NotifySettings:
     """Fill in what the command line left unset from config.toml (raises UsageError for a
-    file that cannot be used); returns the notification settings."""
+    file that cannot be used); returns the notification settings. The terminal sink is
+    the monitor's (`monitor`): `watch` and `export` leave it off."""
     import os
 
     from gputui.config import load_config
@@ -86,8 +87,7 @@ def apply_config(args: argparse.Namespace) -> NotifySettings:
         webhooks=tuple(webhooks) if webhooks is not None else n.webhooks,
         command=command if command is not None else n.command,
         # The terminal sink is the monitor's: a command without the flag ignores it.
-        terminal=(terminal if terminal is not None else n.terminal)
-        if hasattr(args, "notify_terminal") else False,
+        terminal=(terminal if terminal is not None else n.terminal) if monitor else False,
         min_duration_s=min_duration if min_duration is not None else n.min_duration_s,
         kinds=kinds if kinds is not None else n.kinds)
 
