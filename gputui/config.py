@@ -24,12 +24,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gputui.commands.argtypes import MIN_INTERVAL_S
 from gputui.errors import UsageError
 from gputui.notify.settings import KNOWN_KINDS, NotifySettings
 from gputui.notify.sinks import check_webhook_url
 
 CONFIG_ENV = "GPUTUI_CONFIG"
-MIN_INTERVAL_S = 0.1  # gputui.telemetry.sampler.MIN_INTERVAL_S
 TOP_KEYS = ("interval", "theme", "notify")
 NOTIFY_KEYS = ("webhooks", "command", "terminal", "min_duration", "kinds")
 
