@@ -13,6 +13,7 @@ import base64
 import contextlib
 import os
 import signal
+import ssl
 import subprocess
 import threading
 import urllib.error
@@ -61,6 +62,8 @@ def check_webhook_url(url: str) -> str | None:
         parts.port  # noqa: B018 - raises ValueError for a malformed port
     except ValueError:
         return "not a valid URL"
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
+        return "the URL contains spaces or control characters"
     if parts.scheme not in ("http", "https"):
         return "not an http:// or https:// URL"
     if not parts.hostname:
@@ -130,7 +133,7 @@ class WebhookSink:
             if isinstance(exc.reason, TimeoutError):
                 raise DeliveryError(f"no answer within {self.timeout_s:g} s") from None
             raise DeliveryError(_oserror_words(exc.reason)) from None
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # http.client's own errors too: one line, never the URL
             raise DeliveryError(_oserror_words(exc)) from None
 
 
@@ -139,10 +142,13 @@ class _Permanent(DeliveryError):
 
 
 def _oserror_words(exc: object) -> str:
+    """An error in words that cannot quote the URL: an OS error's own words, a TLS error's
+    message, else only the error's type (a ValueError from http.client quotes the path)."""
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS: {exc.reason or type(exc).__name__}"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror.lower()
-    text = str(exc)
-    return text if "://" not in text else type(exc).__name__
+    return type(exc).__name__
 
 
 @dataclass

@@ -126,3 +126,11 @@ def test_a_command_that_hangs_is_killed(tmp_path: Path) -> None:
     pid = int(pidfile.read_text())
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text(
     ).split()[2]
+
+
+def test_a_malformed_url_path_is_not_quoted_in_the_error() -> None:
+    # http.client refuses a path with a space, quoting it in its message.
+    with pytest.raises(DeliveryError) as err:
+        WebhookSink("http://127.0.0.1:9/services/T0/B0/XX secret", attempts=1).send(
+            EVENT, threading.Event())
+    assert "secret" not in str(err.value) and "/services" not in str(err.value)
