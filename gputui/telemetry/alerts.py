@@ -24,7 +24,10 @@ does not raise a new alert every tick:
   reading; while stale, the GPU's other rules are not applied to the old values.
 
 A value that is unknown this tick (None) leaves the alert as it was: not knowing
-is not the same as the condition having ended. No textual here.
+is not the same as the condition having ended. Besides its sentence, an alert carries
+the figures behind it (`values`: temperature and limit, clocks, XID number ...) and, for
+throttling, the reasons' keys, refreshed with the sentence; notifications send them
+(gputui.notify.events). No textual here.
 """
 
 from __future__ import annotations
