@@ -166,9 +166,7 @@ class Notifier:
 
     def set_report(self, report: Report) -> None:
         """Where the one-line failure reports go (the TUI shows them as toasts)."""
-        self._report = report
-        for ch in self._channels:
-            ch._report = report
+        self._report = report  # the channels call it through this notifier
 
     def add_sink(self, sink: Sink) -> None:
         ch = _Channel(sink, lambda line: self._report(line), self._queue_size)
