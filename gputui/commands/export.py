@@ -27,21 +27,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--listen", default="127.0.0.1:9400", metavar="HOST:PORT",
                    help="address to serve on (default 127.0.0.1:9400; ':9400' for every "
                    "interface; port 0 picks a free port)")
-    p.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
-                   help="seconds between GPU readings (default 1, minimum 0.1)")
+    p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
+                   help="seconds between GPU readings (default 1 or config.toml's, "
+                   "minimum 0.1)")
     p.add_argument("--hostname", metavar="NAME",
-                   help="value of the Hostname label (default: this machine's host name)")
+                   help="value of the hostname label (default: this machine's host name)")
+    p.add_argument("--legacy-hostname-label", action="store_true",
+                   help="name the host label 'Hostname', as dcgm-exporter did before May "
+                   "2026 (for dashboards built on it); default 'hostname'")
+    from gputui.notify.cli import add_notify_arguments
+
+    add_notify_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from prometheus_client.registry import CollectorRegistry
 
+    from gputui.fleet import metric_names as mn
     from gputui.fleet.exporter import SnapshotCollector, ThrottleAccounting
     from gputui.fleet.listen import ListenAddressError, check_local, parse_listen
     from gputui.fleet.metrics_server import BindError, MetricsServer
+    from gputui.notify import cli as notify_cli
     from gputui.telemetry.sampler import Sampler
 
+    settings = notify_cli.apply_config(args)  # config.toml under the flags
     try:
         addr = parse_listen(args.listen)
         check_local(addr)
@@ -62,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     old_int = signal.signal(signal.SIGINT, on_signal)
     old_term = signal.signal(signal.SIGTERM, on_signal)
     sampler = None
+    notifier = None
     serve: threading.Thread | None = None
     try:
         # Devices are opened and read on their own threads with a deadline: a GPU hung
@@ -77,9 +88,15 @@ def run(args: argparse.Namespace) -> int:
         accounting = ThrottleAccounting(lambda snap: collector.hostname(snap))
         collector = SnapshotCollector(lambda: sampler.latest if sampler else None, accounting,
                                       nvml_error=sampler.nvml_error, interval=args.interval,
-                                      hostname=args.hostname)
+                                      hostname=args.hostname,
+                                      hostname_label=mn.LEGACY_HOSTNAME_LABEL
+                                      if args.legacy_hostname_label else mn.HOSTNAME_LABEL)
         registry.register(collector)
         sampler.subscribe(accounting)
+        notifier = notify_cli.make_notifier(settings)
+        if notifier is not None:
+            sampler.enable_alerts()
+            sampler.subscribe_frames(notifier)
         sampler.start()
         serve = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
                                  name="gputui-export-http", daemon=True)
@@ -96,4 +113,5 @@ def run(args: argparse.Namespace) -> int:
         server.server_close()
         if sampler is not None:
             sampler.close()
+        notify_cli.finish(notifier)
     return 0

@@ -8,21 +8,34 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from gputui.commands.argtypes import interval_seconds
 
-    parser.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
-                        help="seconds between readings (default 1, minimum 0.1)")
+    parser.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
+                        help="seconds between readings (default 1 or config.toml's, "
+                        "minimum 0.1)")
     parser.add_argument("--theme", metavar="NAME", help="colour theme (or set GPUTUI_THEME)")
     parser.add_argument("--record", metavar="FILE",
                         help="append every snapshot to FILE as JSON lines")
+    from gputui.notify.cli import add_notify_arguments
+
+    add_notify_arguments(parser, terminal=True)
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.notify import cli as notify_cli
     from gputui.ui.options import AppOptions
     from gputui.ui.themes import require_theme
 
+    settings = notify_cli.apply_config(args, monitor=True)  # config.toml under the flags
     require_theme(args.theme)  # a typo is one line and exit 2, not a silent default
-    options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record)
+    # The app adds the terminal sink (it writes through the app's terminal) and shows
+    # delivery failures as toasts; the summary is printed once the terminal is back.
+    notifier = notify_cli.make_notifier(settings, report=lambda line: None)
+    options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record,
+                         notifier=notifier, notify_terminal=settings.terminal)
     # Imported here, not at the top: `gputui --help` and the subcommands never load textual.
     from gputui.ui.app import run_app
 
-    # A bad --record path raises UsageError in run_app before the terminal is taken over.
-    return run_app(options)
+    try:
+        # A bad --record path raises UsageError in run_app before the terminal is taken over.
+        return run_app(options)
+    finally:
+        notify_cli.finish(notifier)

@@ -36,13 +36,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("watch", help="stream one row per GPU per tick (table, CSV or JSON lines)",
                        description="Stream one row per GPU per tick, flushed every tick, "
                        "until Ctrl-C or --count ticks.")
-    p.add_argument("--interval", type=interval_seconds, default=1.0, metavar="SECONDS",
-                   help="seconds between ticks (default 1, minimum 0.1)")
+    p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
+                   help="seconds between ticks (default 1 or config.toml's, minimum 0.1)")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",
                    help="stop after N ticks")
     p.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
     p.add_argument("--output", metavar="FILE",
                    help="append rows to FILE instead of standard output")
+    from gputui.notify.cli import add_notify_arguments
+
+    add_notify_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -117,8 +120,10 @@ def _open_output(path: str | None, fmt: str) -> tuple[IO[str], bool]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.notify import cli as notify_cli
     from gputui.telemetry.sampler import Sampler
 
+    settings = notify_cli.apply_config(args)  # config.toml under the flags
     out, header = _open_output(args.output, args.format)
     formatter: Callable[[dict[str, object]], str]
     if args.format == "csv":
@@ -137,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
     sampler = Sampler.open(interval=args.interval)
     if sampler.nvml_error:
         print(f"gputui: no GPU data: {sampler.nvml_error}", file=sys.stderr)
+    # Events are made on this thread with each tick; delivery runs on the notifier's own.
+    notifier = notify_cli.make_notifier(settings)
+    if notifier is not None:
+        sampler.enable_alerts()
+        sampler.subscribe_frames(notifier)
     # The host's CPU % is a delta since the sampler opened: give the first row a window
     # long enough to be a reading (HostSource reports none rather than a made-up 0 %).
     from gputui.telemetry.host import MIN_CPU_WINDOW_S
@@ -165,4 +175,5 @@ def run(args: argparse.Namespace) -> int:
         sampler.close()
         if out is not sys.stdout:
             out.close()
+        notify_cli.finish(notifier)
     return 0

@@ -4,7 +4,7 @@ A scrape never calls NVML: a running Sampler reads the GPUs on its own thread at
 fixed interval, and the collector only formats the latest immutable Snapshot plus
 counters accumulated from the ticks. Existing Grafana dashboards written for NVIDIA's
 dcgm-exporter work unchanged because the names, units and labels (`gpu`, `UUID`,
-`device`, `modelName`, `Hostname`, `pci_bus_id`) match (`metric_names`). A GPU whose
+`device`, `modelName`, `hostname`, `pci_bus_id`) match (`metric_names`). A GPU whose
 reader did not answer in time (stale) or a sampler that stopped ticking is never
 served as current: its DCGM values are left out and `gputui_gpu_stale` says so.
 Serving is `metrics_server`; the --listen address is `listen`.
@@ -128,10 +128,11 @@ MIG_VALUES: dict[str, Callable[[MigDevice], float | None]] = {
 
 
 def mig_labels(g: GpuSample, m: MigDevice, hostname: str,
-               driver_version: str | None = None) -> dict[str, str]:
+               driver_version: str | None = None,
+               names: tuple[str, ...] = GPU_LABELS) -> dict[str, str]:
     """dcgm-exporter's labels on a MIG instance's series: its GPU's, plus GPU_I_PROFILE
     and GPU_I_ID (the GPU instance id)."""
-    labels = dict(zip(GPU_LABELS, gpu_labels(g, hostname, driver_version), strict=True))
+    labels = dict(zip(names, gpu_labels(g, hostname, driver_version), strict=True))
     labels[mn.MIG_PROFILE_LABEL] = m.label
     labels[mn.MIG_INSTANCE_LABEL] = "" if m.gpu_instance_id is None else str(m.gpu_instance_id)
     return labels
@@ -214,8 +215,11 @@ class SnapshotCollector(Collector):
 
     def __init__(self, latest: Callable[[], Snapshot | None], accounting: ThrottleAccounting,
                  *, nvml_error: str | None, interval: float,
-                 hostname: str | None = None) -> None:
+                 hostname: str | None = None,
+                 hostname_label: str = mn.HOSTNAME_LABEL) -> None:
         self._latest = latest
+        self._host_label = hostname_label
+        self._labels = list(mn.gpu_label_names(hostname_label))
         self._accounting = accounting
         self._nvml_error = nvml_error
         self._interval = interval
@@ -256,17 +260,17 @@ class SnapshotCollector(Collector):
         ):
             if value is None:
                 continue
-            fam = GaugeMetricFamily(name, doc, labels=["Hostname"])
+            fam = GaugeMetricFamily(name, doc, labels=[self._host_label])
             fam.add_metric([host], float(value))
             yield fam
 
     def _gpu_metrics(self, snap: Snapshot, host: str, fresh: bool) -> Iterator[Metric]:
         lost = GaugeMetricFamily(mn.GPU_LOST, "1 when the GPU fell off the bus.",
-                                 labels=list(GPU_LABELS))
+                                 labels=self._labels)
         stale = GaugeMetricFamily(
             mn.GPU_STALE, "1 when the GPU's last reading is not current (its driver did not "
             "answer in time): its DCGM_* values are left out until it answers again.",
-            labels=list(GPU_LABELS))
+            labels=self._labels)
         current: list[GpuSample] = []
         driver = snap.system.driver_version
         for g in snap.gpus:
@@ -285,7 +289,7 @@ class SnapshotCollector(Collector):
                 value = spec.value(g)
                 if value is None:
                     continue  # not available on this device: absent, never 0
-                labels = dict(zip(GPU_LABELS, gpu_labels(g, host, driver), strict=True))
+                labels = dict(zip(self._labels, gpu_labels(g, host, driver), strict=True))
                 fam.add_sample(f.name, labels, value)
             mig_get = MIG_VALUES.get(f.name)
             if mig_get is not None:
@@ -293,13 +297,14 @@ class SnapshotCollector(Collector):
                     for m in g.mig_devices:
                         v = mig_get(m)
                         if v is not None:
-                            fam.add_sample(f.name, mig_labels(g, m, host, driver),
+                            fam.add_sample(f.name,
+                                           mig_labels(g, m, host, driver, tuple(self._labels)),
                                            float(f.unit.to_dcgm(v)))
             if fam.samples:
                 yield fam
         pending = GaugeMetricFamily(
             mn.ROW_REMAP_PENDING, "1 when a memory row remap waits for the next GPU reset.",
-            labels=list(GPU_LABELS))
+            labels=self._labels)
         for g in current:
             if g.remap_pending is not None:
                 pending.add_metric(gpu_labels(g, host, driver), 1.0 if g.remap_pending else 0.0)
@@ -312,19 +317,19 @@ class SnapshotCollector(Collector):
         rows = self._accounting.rows()
         episodes = CounterMetricFamily(
             mn.THROTTLE_EPISODES, "Throttle episodes started since the exporter started.",
-            labels=list(GPU_LABELS))
+            labels=self._labels)
         seconds = CounterMetricFamily(
             mn.THROTTLE_SECONDS, "Seconds spent throttled, per reason.",
-            labels=[*GPU_LABELS, "reason"])
+            labels=[*self._labels, "reason"])
         for labels, n, per_reason in rows:
             episodes.add_metric(labels, float(n))
             for reason, s in per_reason.items():
                 seconds.add_metric([*labels, reason], s)
         yield episodes
         yield seconds
-        last = GaugeMetricFamily(mn.XID_ERRORS.name, mn.XID_ERRORS.help, labels=list(GPU_LABELS))
+        last = GaugeMetricFamily(mn.XID_ERRORS.name, mn.XID_ERRORS.help, labels=self._labels)
         events = CounterMetricFamily(mn.XID_EVENTS, "XID errors NVML reported, per XID number.",
-                                     labels=[*GPU_LABELS, "xid"])
+                                     labels=[*self._labels, "xid"])
         for labels, xid, counts in self._accounting.xid_rows():
             last.add_metric(labels, float(xid))
             for n, count in sorted(counts.items()):

@@ -162,10 +162,19 @@ PROF_NVLINK_RX_BYTES = DcgmField(
 
 # The labels dcgm-exporter puts on every GPU series, in its order; the last is the driver
 # version, which its default counters CSV adds to every series ("DCGM_FI_DRIVER_VERSION,
-# label").
+# label"). The host's label is `hostname` since dcgm-exporter renamed it in May 2026 (to
+# join cleanly with Slurm's `hostname`); `gputui export --legacy-hostname-label` serves the
+# old `Hostname` for dashboards built on it, and the fleet reads either.
 DRIVER_VERSION_LABEL = "DCGM_FI_DRIVER_VERSION"
-GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "pci_bus_id",
+HOSTNAME_LABEL = "hostname"
+LEGACY_HOSTNAME_LABEL = "Hostname"
+HOSTNAME_LABELS = (HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL)
+GPU_LABELS = ("gpu", "UUID", "device", "modelName", HOSTNAME_LABEL, "pci_bus_id",
               DRIVER_VERSION_LABEL)
+
+
+def gpu_label_names(hostname_label: str = HOSTNAME_LABEL) -> tuple[str, ...]:
+    return tuple(hostname_label if n == HOSTNAME_LABEL else n for n in GPU_LABELS)
 # dcgm-exporter's extra labels on the series of a MIG GPU instance: its profile
 # ("1g.10gb") and GPU instance id. A series with them is an instance's, not its GPU's.
 MIG_PROFILE_LABEL = "GPU_I_PROFILE"

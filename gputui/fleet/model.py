@@ -115,7 +115,7 @@ class HostReading:
     """What one metrics page (or one Prometheus instance) said."""
 
     gpus: tuple[FleetGpu, ...] = ()
-    hostname: str | None = None  # the Hostname label
+    hostname: str | None = None  # the hostname (or older Hostname) label
     exporter: str | None = None  # "gputui" or "dcgm-exporter"
     nvml_error: str | None = None
     cpu_pct: float | None = None
@@ -141,7 +141,7 @@ class FleetHost:
 
     @property
     def name(self) -> str:
-        """The Hostname label where the page gave one, else the target."""
+        """The hostname label where the page gave one, else the target."""
         return self.reading.hostname or self.target
 
     def to_dict(self) -> dict[str, Any]:

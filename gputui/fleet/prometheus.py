@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gputui.fleet import metric_names as mn
 from gputui.fleet.errors import ScrapeError
 from gputui.fleet.fetch import DEFAULT_TIMEOUT_S, fetch_text
 from gputui.fleet.model import HOT_TEMP_C, FleetHost, FleetSnapshot, HostReading, HostState
@@ -95,8 +96,9 @@ class PrometheusPoller:
     """The same fleet, read from a Prometheus server instead of each host.
 
     Hosts are grouped by the `instance` label (two exporters on one machine stay
-    apart), named by their `Hostname` label. A host is unreadable when Prometheus' own
-    `up` series for it is 0, in a job that has served GPU metrics; why is Prometheus'
+    apart), named by their `hostname` (or older `Hostname`) label. A host is unreadable
+    when Prometheus' own `up` series for it is 0, in a job that has served GPU metrics;
+    why is Prometheus'
     own `lastError` for that target (from /api/v1/targets). One poll, all its queries
     together, ends within `timeout` seconds. Live, one daemon thread polls every
     `interval` seconds.
@@ -167,7 +169,8 @@ class PrometheusPoller:
                                  error=f"Prometheus at {self.url}: {exc}")
         groups: dict[str, list[Series]] = {}
         for s in series:
-            instance = s.labels.get("instance") or s.labels.get("Hostname") or "?"
+            instance = (s.labels.get("instance") or s.labels.get(mn.HOSTNAME_LABEL)
+                        or s.labels.get(mn.LEGACY_HOSTNAME_LABEL) or "?")
             if "job" in s.labels:
                 self._gpu_jobs.add(s.labels["job"])
             groups.setdefault(instance, []).append(s)

@@ -104,7 +104,8 @@ def reading_from_series(series: Iterable[Series]) -> HostReading:
             exporter = "gputui"
         elif exporter is None:
             exporter = "dcgm-exporter"
-        hostname = hostname or s.labels.get("Hostname")
+        hostname = hostname or s.labels.get(mn.HOSTNAME_LABEL) or s.labels.get(
+            mn.LEGACY_HOSTNAME_LABEL)
         if s.name == mn.NVML_ERROR_INFO:
             nvml_error = s.labels.get("reason") or "NVML unavailable"
         elif s.name in HOST_SERIES:

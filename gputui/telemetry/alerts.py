@@ -24,26 +24,37 @@ does not raise a new alert every tick:
   reading; while stale, the GPU's other rules are not applied to the old values.
 
 A value that is unknown this tick (None) leaves the alert as it was: not knowing
-is not the same as the condition having ended. No textual here.
+is not the same as the condition having ended. Besides its sentence, an alert carries
+the figures behind it (`values`: temperature and limit, clocks, XID number ...) and, for
+throttling, the reasons' keys, refreshed with the sentence; notifications send them
+(gputui.notify.events). No textual here.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import Literal
 
 from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.telemetry.throttle import (
+    THROTTLE_MASK,
     ThrottleEpisode,
     explain,
     is_throttling,
+    reason_keys,
     state_words,
     throttle_words,
 )
 from gputui.telemetry.units import fmt_bytes, fmt_mhz
+
+# The figures behind an alert (temperature and limit, clocks, XID number ...), by name with
+# its unit, as a notification sends them. Plain values only: they go into JSON as they are.
+AlertValue = int | float | str | bool | None
+NO_VALUES: Mapping[str, AlertValue] = MappingProxyType({})
 
 AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost", "stale",
                     "gpm_busy", "mem_hot", "row_remap", "xid", "ecc_event",
@@ -73,6 +84,13 @@ class Alert:
     since: datetime  # when the condition started (snapshot wall time, UTC)
     active: bool = True
     until: datetime | None = None  # when it cleared; None while active
+    reasons: tuple[str, ...] = ()  # throttle: the reasons' keys (telemetry.throttle.REASONS)
+    # Refreshed with the message while the alert is active; not part of its identity.
+    values: Mapping[str, AlertValue] = field(default_factory=lambda: NO_VALUES, hash=False)
+
+
+def _values(**kw: AlertValue) -> Mapping[str, AlertValue]:
+    return MappingProxyType(kw)
 
 
 THERMAL_BITS = 0x20 | 0x40  # SW / HW thermal slowdown (telemetry.throttle.REASONS)
@@ -165,7 +183,8 @@ class AlertEngine:
             if g.lost:
                 self._set(raised, "lost", idx, now, "error",
                           f"GPU {idx}: {g.info.name} is lost (fell off the bus or the driver "
-                          "gave up on it); the other GPUs are still monitored")
+                          "gave up on it); the other GPUs are still monitored",
+                          values=_values(name=g.info.name, pci_bus_id=g.info.pci_bus_id))
                 for kind in ("throttle", "near_slowdown", "memory_full", "ecc", "gpm_busy",
                              "mem_hot", "row_remap"):
                     self._clear(alert_key(kind, idx), now)
@@ -176,7 +195,7 @@ class AlertEngine:
                     self._set(raised, "stale", idx, now, "error",
                               f"GPU {idx}: not answering for {g.stale_s:.0f} s (driver call "
                               "hung); its values are stale, the other GPUs are still "
-                              "monitored")
+                              "monitored", values=_values(stale_s=round(g.stale_s or 0.0, 1)))
                 continue
             self._clear(alert_key("stale", idx), now)
             self._throttle(raised, g, ongoing.get(idx), now)
@@ -225,7 +244,8 @@ class AlertEngine:
         if g.mem_temp_c >= limit - self.near_slowdown_c:
             self._set(raised, "mem_hot", g.index, now, "warning",
                       f"GPU {g.index}: memory (HBM) at {g.mem_temp_c} °C, limit {limit} °C; "
-                      "the GPU slows down to protect it")
+                      "the GPU slows down to protect it",
+                      values=_values(mem_temp_c=g.mem_temp_c, temp_mem_max_c=limit))
         elif prev is not None and prev.active and g.mem_temp_c < limit - self.near_slowdown_rearm_c:
             self._clear(key, now)
 
@@ -236,13 +256,13 @@ class AlertEngine:
         if g.remap_failure:
             self._set(raised, "row_remap", g.index, now, "error",
                       f"GPU {g.index}: a memory row could not be remapped (row remap failure): "
-                      "the GPU needs service")
+                      "the GPU needs service", values=_remap_values(g))
         elif g.remap_pending:
             self._set(raised, "row_remap", g.index, now, "warning",
                       f"GPU {g.index}: a memory row remap is pending "
                       f"({g.remap_uncorrectable_rows or 0} uncorrectable, "
                       f"{g.remap_correctable_rows or 0} correctable rows remapped); reset the "
-                      "GPU when its jobs allow")
+                      "GPU when its jobs allow", values=_remap_values(g))
         else:
             self._clear(key, now)
 
@@ -257,12 +277,15 @@ class AlertEngine:
                 kind: AlertKind = "xid"
                 text = f"XID {e.xid}: {e.meaning}"
                 severity: Severity = "error"
+                values = _values(xid=e.xid, meaning=e.meaning)
             else:
                 kind, text = "ecc_event", e.meaning
                 severity = "error" if e.kind == "ecc_double_bit" else "warning"
+                values = _values(ecc=e.kind, meaning=e.meaning)
             self._event_at[alert_key(kind, e.gpu_index)] = snap.time
             self._raise(raised, Alert(alert_key(kind, e.gpu_index), e.gpu_index, kind,
-                                      severity, f"GPU {e.gpu_index}: {text}", e.time))
+                                      severity, f"GPU {e.gpu_index}: {text}", e.time,
+                                      values=values))
         for key, at in list(self._event_at.items()):
             if (snap.time - at).total_seconds() >= self.ecc_hold_s:
                 self._clear(key, snap.time)
@@ -284,11 +307,13 @@ class AlertEngine:
                 del self._clock_changes[idx]
                 continue
             message = f"GPU {idx}: {_clock_change_words(count, gpus.get(idx))}"
+            values = _values(changes=count)
             prev = self._alerts.get(key)
             if prev is not None and prev.active:
-                self._alerts[key] = replace(prev, message=message)
+                self._alerts[key] = replace(prev, message=message, values=values)
             else:
-                self._raise(raised, Alert(key, idx, "clock_change", "warning", message, last))
+                self._raise(raised, Alert(key, idx, "clock_change", "warning", message, last,
+                                          values=values))
 
     def _gpm_busy(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
         # Raised once while another profiler holds the GPM counters (the note's retry
@@ -308,17 +333,25 @@ class AlertEngine:
             return
         text = explain(g, base_clock_sm_mhz=ep.clock_sm_before_mhz if ep else None)
         message = f"GPU {g.index}: {text or throttle_words(g.throttle_mask)}"
+        reasons = tuple(reason_keys(g.throttle_mask & THROTTLE_MASK))
+        values = _values(
+            clock_sm_mhz=g.clock_sm_mhz, clock_sm_before_mhz=ep.clock_sm_before_mhz if ep else None,
+            clock_sm_max_mhz=g.info.clock_sm_max_mhz, temp_c=g.temp_c,
+            temp_slowdown_c=g.info.temp_slowdown_c, power_w=g.power_w,
+            power_limit_w=g.power_limit_w)
         prev = self._alerts.get(key)
         if prev is not None and prev.active:
-            self._alerts[key] = replace(prev, message=message)
+            self._alerts[key] = replace(prev, message=message, reasons=reasons, values=values)
             return
         if (prev is not None and prev.until is not None
                 and (now - prev.until).total_seconds() < self.throttle_rearm_s):
             # It stopped only moments ago: the same trouble, not news.
-            self._alerts[key] = replace(prev, message=message, active=True, until=None)
+            self._alerts[key] = replace(prev, message=message, active=True, until=None,
+                                        reasons=reasons, values=values)
             return
         since = ep.start if ep is not None else now
-        self._raise(raised, Alert(key, g.index, "throttle", "warning", message, since))
+        self._raise(raised, Alert(key, g.index, "throttle", "warning", message, since,
+                                  reasons=reasons, values=values))
 
     def _near_slowdown(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
         slowdown = g.info.temp_slowdown_c
@@ -339,7 +372,8 @@ class AlertEngine:
             outlook = ("its clocks are already held down (thermal slowdown)" if thermal
                        else "clocks will drop if it gets hotter")
             self._set(raised, "near_slowdown", g.index, now, "warning",
-                      f"GPU {g.index}: {words}; {outlook}")
+                      f"GPU {g.index}: {words}; {outlook}",
+                      values=_values(temp_c=g.temp_c, temp_slowdown_c=slowdown))
         elif is_active and g.temp_c < slowdown - self.near_slowdown_rearm_c:
             self._clear(key, now)
 
@@ -354,7 +388,9 @@ class AlertEngine:
             self._set(raised, "memory_full", g.index, now, "warning",
                       f"GPU {g.index}: memory {pct:.1f}% full ({fmt_bytes(g.mem_used_bytes)} "
                       f"of {fmt_bytes(total)}); a larger batch or another process may run "
-                      "out of memory")
+                      "out of memory",
+                      values=_values(mem_used_bytes=g.mem_used_bytes, mem_total_bytes=total,
+                                     mem_pct=round(pct, 1)))
         elif prev is not None and prev.active and pct < self.mem_rearm_pct:
             self._clear(key, now)
 
@@ -371,7 +407,8 @@ class AlertEngine:
                 self._set(raised, "ecc", g.index, now, "error",
                           f"GPU {g.index}: {count - last} new uncorrected ECC error"
                           f"{'s' if count - last != 1 else ''} ({count} in total); results "
-                          "computed on this GPU may be wrong — check nvidia-smi -q -d ECC")
+                          "computed on this GPU may be wrong — check nvidia-smi -q -d ECC",
+                          values=_values(new_errors=count - last, ecc_uncorrected=count))
                 return
         grew = self._ecc_grew_at.get(g.index)
         if grew is not None and (now - grew).total_seconds() >= self.ecc_hold_s:
@@ -380,14 +417,16 @@ class AlertEngine:
     # --- bookkeeping ---------------------------------------------------------------------
 
     def _set(self, raised: list[Alert], kind: AlertKind, idx: int, now: datetime,
-             severity: Severity, message: str) -> None:
-        """Raise the alert, or only refresh its message if it is already active."""
+             severity: Severity, message: str,
+             values: Mapping[str, AlertValue] = NO_VALUES) -> None:
+        """Raise the alert, or only refresh its message (and values) if it is already
+        active."""
         key = alert_key(kind, idx)
         prev = self._alerts.get(key)
         if prev is not None and prev.active:
-            self._alerts[key] = replace(prev, message=message)
+            self._alerts[key] = replace(prev, message=message, values=values)
             return
-        self._raise(raised, Alert(key, idx, kind, severity, message, now))
+        self._raise(raised, Alert(key, idx, kind, severity, message, now, values=values))
 
     def _raise(self, raised: list[Alert], alert: Alert) -> None:
         self._alerts[alert.key] = alert
@@ -402,6 +441,12 @@ class AlertEngine:
             done = replace(prev, active=False, until=now)
             self._alerts[key] = done
             self.last_cleared.append(done)
+
+
+def _remap_values(g: GpuSample) -> Mapping[str, AlertValue]:
+    return _values(remap_pending=g.remap_pending, remap_failure=g.remap_failure,
+                   remap_uncorrectable_rows=g.remap_uncorrectable_rows,
+                   remap_correctable_rows=g.remap_correctable_rows)
 
 
 def _clock_change_words(count: int, g: GpuSample | None) -> str:

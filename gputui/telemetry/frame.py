@@ -30,6 +30,8 @@ class Frame:
     # earlier snapshots (the history window before `snapshot`), quietly.
     reset: bool = False
     catch_up: tuple[Snapshot, ...] = field(default=())
+    # Alerts that became inactive with this very snapshot (notifications say "ended").
+    cleared: tuple[Alert, ...] = ()
 
     @property
     def stale_gpus(self) -> tuple[int, ...]:

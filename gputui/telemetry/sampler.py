@@ -219,14 +219,17 @@ class Sampler:
             ongoing = self.tracker.ongoing()
             raised: list = []
             active: list = []
+            cleared: tuple = ()
             if self.alerts is not None:
                 raised = self.alerts.update(snap, ongoing)
                 active = self.alerts.active()
+                cleared = tuple(self.alerts.last_cleared)
             self._latest = snap
             listeners = list(self._listeners)
             frame_listeners = list(self._frame_listeners)
             frame = Frame(snap, frozen_map(ongoing), self.tracker.episodes(), tuple(active),
-                          tuple(raised), reset, catch_up) if frame_listeners else None
+                          tuple(raised), reset, catch_up,
+                          cleared=cleared) if frame_listeners else None
         for fn in listeners:
             self._call(fn, snap)
         for fl in frame_listeners:

@@ -210,6 +210,11 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
             sampler.subscribe(self.recorder.write)  # written and flushed on the sampler thread
         sampler.enable_alerts()
         sampler.subscribe_frames(self._frame_listener)
+        if self.options.notifier is not None and self.options.replay is None:
+            from gputui.ui.terminal_notify import attach_notifier
+
+            attach_notifier(self, sampler, self.options.notifier,
+                            terminal=self.options.notify_terminal)
         if sampler.nvml is None and sampler.nvml_error:
             self.main.set_host_only(sampler.nvml_error)
         else:
@@ -267,6 +272,8 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         sampler = self.sampler
         if sampler is not None:
             sampler.unsubscribe_frames(self._frame_listener)
+            if self.options.notifier is not None:
+                sampler.unsubscribe_frames(self.options.notifier)
             if self._own_sampler:
                 sampler.close()
             elif self._start_sampler:

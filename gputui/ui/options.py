@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gputui.notify.notifier import Notifier
     from gputui.telemetry.record import Recording
 
 
@@ -16,3 +17,5 @@ class AppOptions:
     record_path: str | None = None
     replay: Recording | None = None
     replay_speed: float = 1.0
+    notifier: Notifier | None = None  # fed the live sampler's frames (gputui.notify)
+    notify_terminal: bool = False  # bell + desktop notification through this terminal

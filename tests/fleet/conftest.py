@@ -119,7 +119,7 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
     started: list[Exporter] = []
 
     def start(scenario: str | os.PathLike[str] | Mapping[str, Any], *, hostname: str,
-              interval: float = 0.5, port: int = 0) -> Exporter:
+              interval: float = 0.5, port: int = 0, extra: tuple[str, ...] = ()) -> Exporter:
         n = len(started)
         if isinstance(scenario, Mapping):
             scenario = write_scenario(tmp_path / f"exporter{n}.conf", scenario)
@@ -131,7 +131,7 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
         with out.open("wb") as o, err.open("wb") as e:
             proc = subprocess.Popen(
                 gputui_cmd("export", "--listen", f"{LOOPBACK}:{port}", "--interval", str(interval),
-                           "--hostname", hostname),
+                           "--hostname", hostname, *extra),
                 env=env, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
         exp = Exporter(proc, 0, out, err)
         started.append(exp)

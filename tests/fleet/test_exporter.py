@@ -28,7 +28,7 @@ GPU0 = {
     "UUID": "GPU-11111111-2222-3333-4444-555555555555",
     "device": "nvidia0",
     "modelName": "NVIDIA A100-SXM4-80GB",
-    "Hostname": "node-a",
+    "hostname": "node-a",
     "pci_bus_id": "00000000:3B:00.0",
 }
 GPU1 = {
@@ -36,7 +36,7 @@ GPU1 = {
     "UUID": "GPU-66666666-7777-8888-9999-000000000000",
     "device": "nvidia1",
     "modelName": "NVIDIA GeForce RTX 4090",
-    "Hostname": "node-a",
+    "hostname": "node-a",
     "pci_bus_id": "00000000:AF:00.0",
 }
 EXACT = {
@@ -108,9 +108,9 @@ def test_dcgm_names_labels_and_exact_values(start_exporter: ExporterFactory) -> 
     assert value(s, "gputui_up") == 1
     assert value(s, "gputui_gpu_lost", **GPU0) == 0
     assert value(s, "gputui_gpu_lost", **GPU1) == 0
-    assert value(s, "gputui_host_cpu_percent", Hostname="node-a") >= 0
-    assert 0 < value(s, "gputui_host_memory_used_bytes", Hostname="node-a") \
-        <= value(s, "gputui_host_memory_total_bytes", Hostname="node-a")
+    assert value(s, "gputui_host_cpu_percent", hostname="node-a") >= 0
+    assert 0 < value(s, "gputui_host_memory_used_bytes", hostname="node-a") \
+        <= value(s, "gputui_host_memory_total_bytes", hostname="node-a")
     assert not any(n == "gputui_nvml_error_info" for n, _ in s)
     # SW power cap from the first tick: one episode on GPU 0, none on the idle GPU 1.
     assert value(s, "gputui_throttle_episodes_total", **GPU0) == 1
@@ -144,8 +144,8 @@ def test_throttle_counters_match_the_time_spent_in_the_throttle_window(
     throttle_bit = int(_scenario_value("throttle", "gpu.0.during.throttle_reasons"))
     assert throttle_bit == 0x40  # hw_thermal_slowdown
     exp = start_exporter("throttle", hostname="node-t", interval=interval)
-    gpu0 = {"gpu": "0", "Hostname": "node-t"}
-    gpu1 = {"gpu": "1", "Hostname": "node-t"}
+    gpu0 = {"gpu": "0", "hostname": "node-t"}
+    gpu1 = {"gpu": "1", "hostname": "node-t"}
 
     def timed_scrape() -> tuple[float, Series]:
         t = time.monotonic()
@@ -197,7 +197,7 @@ def test_without_nvml_still_serves_host_metrics(start_exporter: ExporterFactory)
     assert value(s, "gputui_up") == 0
     reason = [dict(ls)["reason"] for n, ls in s if n == "gputui_nvml_error_info"]
     assert reason and "driver not loaded" in reason[0]
-    assert value(s, "gputui_host_memory_total_bytes", Hostname="cpu-only") > 0
+    assert value(s, "gputui_host_memory_total_bytes", hostname="cpu-only") > 0
     assert not any(n.startswith("DCGM_") for n, _ in s)
     assert exp.stop() == 0
     assert "no GPU data" in exp.stderr.read_text()

@@ -14,7 +14,7 @@ from tests.fleet.conftest import ExporterFactory, http_get, parse_page, value, w
 
 MIB = 1024 * 1024
 H100 = {"gpu": "0", "UUID": "GPU-aaaaaaaa-0000-0000-0000-000000000001",
-        "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-h"}
+        "modelName": "NVIDIA H100 80GB HBM3", "hostname": "node-h"}
 A100 = {"gpu": "1", "UUID": "GPU-bbbbbbbb-0000-0000-0000-000000000002"}
 PROF = {  # gpm.conf's GPU 0 in DCGM's units
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.975,
@@ -77,15 +77,15 @@ DCGM_EXPORTER_PAGE = """\
 # HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
 DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",device="nvidia0",\
-modelName="NVIDIA H100 80GB HBM3",Hostname="dgx1",DCGM_FI_DRIVER_VERSION="550.54.15"} 100
+modelName="NVIDIA H100 80GB HBM3",hostname="dgx1",DCGM_FI_DRIVER_VERSION="550.54.15"} 100
 # HELP DCGM_FI_PROF_SM_ACTIVE The ratio of cycles an SM has at least 1 warp assigned.
 # TYPE DCGM_FI_PROF_SM_ACTIVE gauge
 DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",device="nvidia0",\
-modelName="NVIDIA H100 80GB HBM3",Hostname="dgx1",DCGM_FI_DRIVER_VERSION="550.54.15"} 0.871
+modelName="NVIDIA H100 80GB HBM3",hostname="dgx1",DCGM_FI_DRIVER_VERSION="550.54.15"} 0.871
 # HELP DCGM_FI_PROF_PIPE_TENSOR_ACTIVE Ratio of cycles the tensor (HMMA) pipe is active.
 # TYPE DCGM_FI_PROF_PIPE_TENSOR_ACTIVE gauge
 DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",\
-device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="dgx1",\
+device="nvidia0",modelName="NVIDIA H100 80GB HBM3",hostname="dgx1",\
 DCGM_FI_DRIVER_VERSION="550.54.15"} 0.43
 """
 

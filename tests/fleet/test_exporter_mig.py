@@ -20,7 +20,7 @@ from tests.unit.factories import gpu, snapshot
 
 MIB = 1024 * 1024
 GPU0 = {"gpu": "0", "UUID": "GPU-aaaaaaaa-0000-0000-0000-0000000000a0",
-        "device": "nvidia0", "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-m",
+        "device": "nvidia0", "modelName": "NVIDIA H100 80GB HBM3", "hostname": "node-m",
         "pci_bus_id": "00000000:18:00.0", "DCGM_FI_DRIVER_VERSION": "550.54.15"}
 
 
@@ -87,17 +87,17 @@ def test_fleet_keeps_the_gpu_figures_of_a_gputui_mig_page(
 DCGM_MIG_PAGE = """\
 # TYPE DCGM_FI_DEV_FB_USED gauge
 DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",device="nvidia0",\
-modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",Hostname="dgx1"} 2048
+modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",hostname="dgx1"} 2048
 DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",device="nvidia0",\
-modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="4g.40gb",GPU_I_ID="2",Hostname="dgx1"} 1024
+modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="4g.40gb",GPU_I_ID="2",hostname="dgx1"} 1024
 # TYPE DCGM_FI_DEV_FB_FREE gauge
 DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",device="nvidia0",\
-modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",Hostname="dgx1"} 38000
+modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",hostname="dgx1"} 38000
 DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",device="nvidia0",\
-modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="4g.40gb",GPU_I_ID="2",Hostname="dgx1"} 39000
+modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="4g.40gb",GPU_I_ID="2",hostname="dgx1"} 39000
 # TYPE DCGM_FI_PROF_SM_ACTIVE gauge
 DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-1",pci_bus_id="00000000:18:00.0",device="nvidia0",\
-modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",Hostname="dgx1"} 0.5
+modelName="NVIDIA A100-SXM4-80GB",GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",hostname="dgx1"} 0.5
 """
 
 

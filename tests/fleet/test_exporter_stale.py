@@ -64,7 +64,7 @@ def test_a_sampler_that_stopped_ticking_serves_nothing_as_current() -> None:
     assert value(s, "gputui_up") == 0
     assert not any(n.startswith("DCGM_") for n, _ in s)
     assert value(s, "gputui_gpu_stale", gpu="0") == 1 and value(s, "gputui_gpu_stale", gpu="1") == 1
-    assert value(s, "gputui_host_memory_total_bytes", Hostname="node-s") == 64 * 2**30
+    assert value(s, "gputui_host_memory_total_bytes", hostname="node-s") == 64 * 2**30
 
 
 def test_stale_ticks_add_no_throttle_time() -> None:

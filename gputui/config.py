@@ -1,0 +1,154 @@
+"""config.toml: defaults a user sets once (the interval, the theme, notifications).
+
+Read from platformdirs' user config dir (`~/.config/gputui/config.toml` on Linux), or
+from the file GPUTUI_CONFIG names. Command-line flags win over the file; GPUTUI_THEME
+wins over its theme. A file that cannot be used is one line naming the file and the line
+(exit 2), never a setting silently ignored:
+
+    interval = 2            # seconds between readings (gputui, watch, export)
+    theme = "nord"
+
+    [notify]
+    webhooks = ["https://hooks.slack.com/services/..."]
+    command = "notify-send gputui \\"$GPUTUI_TEXT\\""
+    terminal = true         # the monitor: bell + desktop notification
+    min_duration = 30       # seconds a condition must last before it is sent
+    kinds = ["throttle", "xid", "lost"]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputui.commands.argtypes import MIN_INTERVAL_S
+from gputui.errors import UsageError
+from gputui.notify.settings import KNOWN_KINDS, NotifySettings
+from gputui.notify.sinks import check_webhook_url
+
+CONFIG_ENV = "GPUTUI_CONFIG"
+TOP_KEYS = ("interval", "theme", "notify")
+NOTIFY_KEYS = ("webhooks", "command", "terminal", "min_duration", "kinds")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    path: Path | None = None  # the file read; None when there is none
+    interval: float | None = None
+    theme: str | None = None
+    notify: NotifySettings = field(default_factory=NotifySettings)
+
+
+def config_path() -> Path:
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_config_path
+
+    return user_config_path("gputui") / "config.toml"
+
+
+def load_config(path: Path | None = None) -> Config:
+    """The settings in `path` (default: config_path()); an empty Config when the default
+    file does not exist. Raises UsageError for a file that cannot be used."""
+    named = path is not None or bool(os.environ.get(CONFIG_ENV))
+    path = path or config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if named:  # pointed at on purpose: a missing file is a mistake worth saying
+            raise UsageError(f"config file {path}: no such file") from None
+        return Config()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"config file {path}: cannot read it: {reason}") from None
+    return _parse(path, text)
+
+
+def _parse(path: Path, text: str) -> Config:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column \d+\)$", msg)
+        if m is None:
+            m = re.search(r"\(at end of document\)$", msg)
+            line = text.count("\n") + 1
+        else:
+            line = int(m.group(1))
+        reason = msg[: m.start()].strip() if m else msg
+        raise UsageError(f"config file {path}, line {line}: {reason}") from None
+
+    def bad(key: str, table: str | None, reason: str) -> UsageError:
+        return UsageError(f"config file {path}, line {_line_of(text, table, key)}: "
+                          f"{key}: {reason}")
+
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise bad(key, None, f"unknown setting (known: {', '.join(TOP_KEYS)})")
+    interval = doc.get("interval")
+    if interval is not None and (not _number(interval) or not interval >= MIN_INTERVAL_S):
+        raise bad("interval", None, f"must be a number of seconds, at least {MIN_INTERVAL_S:g}")
+    theme = doc.get("theme")
+    if theme is not None and (not isinstance(theme, str) or not theme):
+        raise bad("theme", None, "must be a theme's name in quotes")
+    table = doc.get("notify", {})
+    if not isinstance(table, dict):
+        raise bad("notify", None, "must be a table: [notify]")
+    for key in table:
+        if key not in NOTIFY_KEYS:
+            raise bad(key, "notify", f"unknown setting (known: {', '.join(NOTIFY_KEYS)})")
+    webhooks = table.get("webhooks", [])
+    if isinstance(webhooks, str):
+        webhooks = [webhooks]
+    if not isinstance(webhooks, list) or not all(isinstance(u, str) for u in webhooks):
+        raise bad("webhooks", "notify", "must be a list of URLs in quotes")
+    for url in webhooks:
+        why = check_webhook_url(url)
+        if why:  # the reason only: a webhook URL is a secret
+            raise bad("webhooks", "notify", why)
+    command = table.get("command")
+    if command is not None and (not isinstance(command, str) or not command.strip()):
+        raise bad("command", "notify", "must be a command line in quotes")
+    terminal = table.get("terminal", False)
+    if not isinstance(terminal, bool):
+        raise bad("terminal", "notify", "must be true or false")
+    min_duration = table.get("min_duration", 0)
+    if not _number(min_duration) or not min_duration >= 0:
+        raise bad("min_duration", "notify", "must be a number of seconds (0 or more)")
+    kinds = table.get("kinds")
+    if kinds is not None:
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise bad("kinds", "notify", "must be a list of kinds in quotes")
+        unknown = [k for k in kinds if k not in KNOWN_KINDS]
+        if unknown:
+            raise bad("kinds", "notify", f"unknown kind {unknown[0]!r} "
+                      f"(known: {', '.join(KNOWN_KINDS)})")
+    notify = NotifySettings(webhooks=tuple(webhooks), command=command, terminal=terminal,
+                            min_duration_s=float(min_duration),
+                            kinds=None if kinds is None else frozenset(kinds))
+    return Config(path=path, interval=None if interval is None else float(interval),
+                  theme=theme, notify=notify)
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and v == v
+
+
+def _line_of(text: str, table: str | None, key: str) -> int:
+    """The line where `key` is set in `table` (None: before any table), for messages."""
+    current: str | None = None
+    header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
+    for n, line in enumerate(text.splitlines(), 1):
+        m = header.match(line)
+        if m:
+            current = m.group(1).strip().strip('"')
+            if current == key and table is None:
+                return n
+            continue
+        if current == table and re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", line):
+            return n
+    return 1

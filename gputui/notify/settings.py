@@ -1,0 +1,23 @@
+"""What to notify and where: the [notify] table of config.toml, or the --notify-* flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What --notify-kinds and [notify] kinds accept: the event kinds of today's alerts
+# (gputui.notify.events.EVENT_KIND), and the training-job one.
+KNOWN_KINDS = ("throttle", "temperature", "memory_temperature", "memory_full", "remap", "lost",
+               "stale", "xid", "ecc", "clock_change", "gpm_busy", "job_slowdown")
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    webhooks: tuple[str, ...] = ()  # secrets: never printed (gputui.notify.sinks.url_host)
+    command: str | None = None
+    terminal: bool = False  # bell + desktop notification through the terminal (the TUI)
+    min_duration_s: float = 0.0
+    kinds: frozenset[str] | None = None  # None: every kind
+
+    @property
+    def any_sink(self) -> bool:
+        return bool(self.webhooks or self.command or self.terminal)
