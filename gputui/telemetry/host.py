@@ -12,7 +12,7 @@ from typing import Any
 import psutil
 
 from gputui.telemetry.container import ContainerNames
-from gputui.telemetry.model import GpuProcess, HostSample, new_gpu_process
+from gputui.telemetry.model import GpuProcess, HostSample
 
 # psutil's CPU % is a delta since the previous call; shorter windows are noise.
 MIN_CPU_WINDOW_S = 0.1
@@ -191,7 +191,7 @@ class HostSource:
                                        proc.create_time(),
                                        self._containers.get(p.pid, proc.create_time()))
                 cpu, rss = self._usage(p.pid, proc, now, cpu_seen)
-                out.append(new_gpu_process(
+                out.append(GpuProcess(
                     gpu_index=p.gpu_index, pid=p.pid, gpu_mem_bytes=p.gpu_mem_bytes,
                     kind=p.kind, user=known.user, command=known.command, cpu_pct=cpu,
                     rss_bytes=rss, started=known.started, sm_util_pct=p.sm_util_pct,

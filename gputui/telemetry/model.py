@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gputui.telemetry.frozen import fast_constructor
 from gputui.telemetry.mig import MigDevice
 
 
@@ -151,10 +150,6 @@ class GpuSample:
 
 
 
-# GpuSample(...) for the sampler's hot path: one per GPU per tick (gputui.telemetry.frozen).
-new_gpu_sample = fast_constructor(GpuSample)
-
-
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
     gpu_index: int
@@ -176,9 +171,6 @@ class GpuProcess:
     container: str | None = None
 
 
-
-# GpuProcess(...) for the sampler's hot path: one per GPU process with each process list.
-new_gpu_process = fast_constructor(GpuProcess)
 
 @dataclass(frozen=True, slots=True)
 class GpuEvent:

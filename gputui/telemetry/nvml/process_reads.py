@@ -9,7 +9,7 @@ from typing import Any
 
 import pynvml
 
-from gputui.telemetry.model import GpuProcess, new_gpu_process
+from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.nvml.common import PROCESS_UTIL_KEEP_S, _Device
 
 
@@ -46,7 +46,7 @@ class ProcessReads:
         out = []
         for pid, (mem, kind) in found.items():
             sm, mem_util, enc, dec = util.get(pid, none4)
-            out.append(new_gpu_process(gpu_index=dev.index, pid=pid, gpu_mem_bytes=mem,
+            out.append(GpuProcess(gpu_index=dev.index, pid=pid, gpu_mem_bytes=mem,
                                        kind=kind, sm_util_pct=sm, mem_util_pct=mem_util,
                                        enc_util_pct=enc, dec_util_pct=dec))
         return out

@@ -20,7 +20,6 @@ from gputui.telemetry.model import (
     GpuProcess,
     GpuSample,
     SystemInfo,
-    new_gpu_sample,
 )
 from gputui.telemetry.nvml.common import (
     ALL_FIELDS,
@@ -366,7 +365,7 @@ class NvmlSource(ExtraReads, MigReads, ProcessReads):
                 h, pynvml.NVML_PCIE_UTIL_RX_BYTES))
             tx = f(dev, "pcie_throughput", lambda: pynvml.nvmlDeviceGetPcieThroughput(
                 h, pynvml.NVML_PCIE_UTIL_TX_BYTES))
-        return new_gpu_sample(
+        return GpuSample(
             info=dev.info,
             util_gpu_pct=util_gpu,
             util_mem_pct=util_mem,
