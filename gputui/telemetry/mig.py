@@ -8,7 +8,7 @@ GPU instance).
 
 This module is the pure part: the record the sampler builds (`MigDevice`), the profile
 name read from NVML's device name, and the lines every consumer shows. The NVML calls
-are in `gputui.telemetry.nvml.mig_reads`; the JSON form in `gputui.telemetry.schema`.
+are in `gputui.telemetry.nvml.mig_reader`; the JSON form in `gputui.telemetry.schema`.
 """
 
 from __future__ import annotations
