@@ -93,7 +93,8 @@ class DeviceReader:
         h = q(pynvml.nvmlDeviceGetHandleByIndex, i)
         if h is None:
             self.info = DeviceInfo(index=i, name="(unavailable)", uuid="", pci_bus_id="")
-            self.error = q.last_error_text or "GPU is lost"
+            self.error = "GPU is lost" if q.lost else (q.last_error_text
+                                                       or "the device could not be opened")
             return
         self.handle = h
         pci = q(pynvml.nvmlDeviceGetPciInfo, h)

@@ -5,6 +5,9 @@ A call that answers NOT_SUPPORTED, or whose function this driver (or this pynvml
 is remembered and never made again for that device; a lost GPU is remembered and every
 later call returns None at once; any other error is N/A for this call only (asked again
 next time). Every read of the package goes through here, so these rules hold in one place.
+The few calls that do not are those whose errors mean something else: initialising and
+shutting NVML down (the error is the user's message), the event listener (a timeout is its
+loop) and giving GPM buffers back (done even for a lost GPU).
 """
 
 from __future__ import annotations
