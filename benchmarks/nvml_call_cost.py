@@ -11,6 +11,7 @@ process CPU time per call of each read and of a whole per-GPU tick with each fie
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -18,16 +19,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if not os.environ.get("PYTHONPATH"):  # else the tree PYTHONPATH names (a before/after run)
+    sys.path.insert(0, str(ROOT))
 
 import pynvml  # noqa: E402
 
 from gputui.telemetry.nvml import (  # noqa: E402
     ALL_FIELDS,
-    FI_DEV_MEMORY_TEMP,
     MONITOR_FIELDS,
     NvmlSource,
+    counters,
 )
+from gputui.telemetry.nvml.processes import ProcessReader  # noqa: E402
 from tests.fakenvml.harness import FakeNvml, build_library  # noqa: E402
 
 SCENARIO = {"device_count": 1, "gpu.0.gpm_supported": 1, "gpu.0.nvlink": 1,
@@ -62,30 +65,29 @@ def main() -> None:
                                   ("watch/snapshot (ALL_FIELDS)", ALL_FIELDS)):
                 src = NvmlSource(fields=fields - {"events"})
                 src.open()
-                dev = src._devs[0]
-                tick = per_call_us(fake, lambda s=src, d=dev: s._read_fields(d, False),
+                dev = src.readers[0]
+                tick = per_call_us(fake, lambda d=dev: d.read(slow=False, processes=False),
                                    args.reads)
-                procs = per_call_us(fake, lambda s=src, d=dev: s._read_processes(d), args.reads)
+                with_procs = per_call_us(
+                    fake, lambda d=dev: d.read(slow=False, processes=True), args.reads)
                 print(f"  {label:<32} per-GPU tick {tick - base:6.1f}   "
-                      f"process list {procs - base:6.1f}")
+                      f"process list {with_procs - tick:6.1f}")
                 src.close()
             src = NvmlSource(fields=ALL_FIELDS - {"events"})
             src.open()
-            dev = src._devs[0]
+            dev = src.readers[0]
+            q, h = dev.q, dev.handle
+            power = counters.SampleRange(pynvml.NVML_TOTAL_POWER_SAMPLES, "samples_power")
+            procs = ProcessReader(0, with_util=True)
             reads: dict[str, Callable[[], object]] = {
                 "GPM sample + metrics (nvmlGpmSampleGet, nvmlGpmMetricsGet)":
-                    lambda: src._read_gpm(dev),
-                "power samples (nvmlDeviceGetSamples, two calls)":
-                    lambda: src._read_samples(dev, pynvml.NVML_TOTAL_POWER_SAMPLES,
-                                              "power_w", {}),
+                    dev._read_gpm,
+                "power samples (nvmlDeviceGetSamples, two calls)": lambda: power.read(q, h),
                 "memory temperature (nvmlDeviceGetFieldValues)":
-                    lambda: src._field_value(dev, "mem_temp", FI_DEV_MEMORY_TEMP),
-                "encoder utilization": lambda: pynvml.nvmlDeviceGetEncoderUtilization(
-                    dev.handle),
-                "remapped rows (slow tick)": lambda: pynvml.nvmlDeviceGetRemappedRows(
-                    dev.handle),
-                "process utilization (two calls, every 3 s)":
-                    lambda: src._process_util(dev),
+                    lambda: counters.mem_temp_c(q, h),
+                "encoder utilization": lambda: q(pynvml.nvmlDeviceGetEncoderUtilization, h),
+                "remapped rows (slow tick)": lambda: q(pynvml.nvmlDeviceGetRemappedRows, h),
+                "process list + utilization (every 3 s)": lambda: procs.read(q, h),
             }
             for label, fn in reads.items():
                 print(f"  {label:<60} {per_call_us(fake, fn, args.reads) - base:6.1f}")

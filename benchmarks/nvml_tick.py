@@ -8,12 +8,18 @@ every 10th the slow counters), for the field sets the TUI and `watch` use. Each 
 one process this host can see (a `sleep`), so the host-side process reads are counted;
 the "tui" sets evaluate the alert rules and build a frame for the UI, as the monitor does.
 
-    python benchmarks/nvml_tick.py [--ticks 120]
+    python benchmarks/nvml_tick.py [--ticks 120] [--rounds 5] [--only SUBSTRING]
+
+With PYTHONPATH set, the gputui found there is measured (e.g. PYTHONPATH=/other/tree for a
+before/after comparison); instruction counts per tick come from running one set under
+callgrind twice, e.g. `--only "tui, GPM GPUs" --rounds 1 --ticks 30` and `--ticks 120`
+(the live monitor with everything on): (difference) / 90.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -22,7 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if not os.environ.get("PYTHONPATH"):  # else the tree PYTHONPATH names (a before/after run)
+    sys.path.insert(0, str(ROOT))
 
 from gputui.telemetry.nvml import ALL_FIELDS, MONITOR_FIELDS, NvmlSource  # noqa: E402
 from gputui.telemetry.sampler import Sampler  # noqa: E402
@@ -124,6 +131,7 @@ def main() -> None:
                          "figure is the median of the rounds' means, because a shared "
                          "VM's speed drifts by tens of percent between runs")
     ap.add_argument("--calls", action="store_true", help="also list NVML calls by function")
+    ap.add_argument("--only", default="", help="only the field set with this label")
     args = ap.parse_args()
     lib = build_library()
     sleepers: list[subprocess.Popen[bytes]] = []
@@ -143,9 +151,12 @@ def main() -> None:
             gpm_scenario = derive_scenario("eight_gpus", {**GPM_KEYS, **procs},
                                            Path(tmp) / "gpm8.conf")
             mig_scenario = derive_scenario("eight_gpus", MIG_KEYS, Path(tmp) / "mig8.conf")
-            results: dict[str, list[dict[str, object]]] = {label: [] for label in FIELD_SETS}
+            results: dict[str, list[dict[str, object]]] = {
+                label: [] for label in FIELD_SETS if not args.only or label == args.only}
             for _ in range(args.rounds):
                 for label, fields in FIELD_SETS.items():
+                    if args.only and label != args.only:
+                        continue
                     scenario = (gpm_scenario if "GPM" in label
                                 else mig_scenario if "MIG" in label else plain_scenario)
                     results[label].append(measure(fake, label, frozenset(fields), args.ticks,

@@ -57,7 +57,7 @@ def read_topology(sampler: Any, uuids: Any) -> dict[str, Any] | None:
         return None
     clean = [u if isinstance(u, str) and u else None for u in uuids]
     try:
-        from gputui.telemetry.nvml.topology import gpu_links
+        from gputui.telemetry.nvml.gpu_links import gpu_links
 
         return topology(clean, source.index_of_uuid, lambda gs: gpu_links(source, gs))
     except Exception:

@@ -175,11 +175,8 @@ class AlertEngine:
         self.last_cleared = []
         now = snap.time
         self._events(raised, snap)
-        with_alerts = {a.gpu_index for a in self._alerts.values() if a.active}
         for g in snap.gpus:
             idx = g.index
-            if idx not in with_alerts and self._all_clear(g):
-                continue  # no rule would raise, and there is nothing to clear
             if g.lost:
                 self._set(raised, "lost", idx, now, "error",
                           f"GPU {idx}: {g.info.name} is lost (fell off the bus or the driver "
@@ -206,33 +203,6 @@ class AlertEngine:
             self._mem_temp(raised, g, now)
             self._remap(raised, g, now)
         return raised
-
-    def _all_clear(self, g: GpuSample) -> bool:
-        """Every rule below the line where it raises (the usual state of a GPU, checked
-        first because the rules run for every GPU on every tick). Keeps the ECC baseline,
-        which the ECC rule would have set."""
-        if g.lost or g.stale or g.gpm_note is not None or g.remap_pending or g.remap_failure:
-            return False
-        if g.throttle_mask is not None and is_throttling(g.throttle_mask):
-            return False
-        slowdown = g.info.temp_slowdown_c
-        if g.temp_c is not None and slowdown is not None and (
-                g.temp_c >= slowdown - self.near_slowdown_c):
-            return False
-        limit = g.info.temp_mem_max_c
-        if g.mem_temp_c is not None and limit is not None and (
-                g.mem_temp_c >= limit - self.near_slowdown_c):
-            return False
-        pct = g.mem_pct
-        if pct is not None and pct > self.mem_full_pct:
-            return False
-        count = g.ecc_uncorrected
-        if count is not None:
-            last = self._ecc_last.get(g.index)
-            if last is not None and count > last:
-                return False
-            self._ecc_last[g.index] = count
-        return True
 
     def _mem_temp(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
         # Same margins as the GPU temperature, against the memory's own limit.

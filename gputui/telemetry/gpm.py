@@ -16,7 +16,7 @@ import functools
 import operator
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 MIB = 1024 * 1024
 
@@ -48,6 +48,28 @@ BACKOFF_MAX_S = 300.0
 # The counters behind a sample refresh about every 100 ms, so a sample taken sooner than
 # this after the previous one is not taken: the tick keeps the previous figures.
 MIN_SAMPLE_GAP_S = 0.15
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpmActivity:
+    """What share of the SMs / pipes / DRAM bandwidth was really busy over the last tick,
+    in % (GPM, Hopper and newer); None where the device has no GPM or a read failed.
+
+    The one record of these figures: a GpuSample carries them for the whole GPU, a
+    MigDevice for its GPU instance (GPM samples a GPU instance, not a compute instance).
+    Keyword-only, so that the records built on it keep their own positional fields."""
+
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
+    fp64_active_pct: float | None = None
+    fp32_active_pct: float | None = None
+    fp16_active_pct: float | None = None
+    gr_engine_active_pct: float | None = None
+
+
+ACTIVITY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(GpmActivity))
 
 
 # NVML's unit → gputui's: % stays % (NVML gives 0.0 .. 100.0); MiB/s → bytes/s.

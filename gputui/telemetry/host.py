@@ -1,9 +1,7 @@
-"""HostSource: CPU, memory, swap and load (psutil, and /proc directly where that is
-cheaper); details of GPU processes."""
+"""HostSource: CPU, memory, swap and load, and details of GPU processes (psutil)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import dataclass, replace
@@ -12,7 +10,7 @@ from typing import Any
 import psutil
 
 from gputui.telemetry.container import ContainerNames
-from gputui.telemetry.model import GpuProcess, HostSample, new_gpu_process
+from gputui.telemetry.model import GpuProcess, HostSample
 
 # psutil's CPU % is a delta since the previous call; shorter windows are noise.
 MIN_CPU_WINDOW_S = 0.1
@@ -35,69 +33,24 @@ def _pct(busy: float, total: float) -> float:
     return round(min(100.0, max(0.0, 100.0 * busy / total)), 1) if total > 0 else 0.0
 
 
-MEMINFO = "/proc/meminfo"
-
-
 def _memory() -> tuple[int, int]:
-    """(used, total) bytes of host memory, used meaning total minus available (psutil's
-    definition). On Linux from the head of /proc/meminfo, where both lines are: psutil
-    parses all ~55 lines each time, twice the cost, every tick."""
-    try:
-        with open(MEMINFO, "rb") as f:
-            head = f.read(512)
-        kib = {}
-        for line in head.split(b"\n")[:-1]:  # the last piece may be cut short
-            key, _, rest = line.partition(b":")
-            if key in (b"MemTotal", b"MemAvailable"):
-                kib[key] = int(rest.split()[0])
-        total, available = kib[b"MemTotal"] * 1024, kib[b"MemAvailable"] * 1024
-    except (OSError, KeyError, ValueError, IndexError):  # not Linux, or an old kernel
-        vm = psutil.virtual_memory()
-        total, available = int(vm.total), int(vm.available)
-    return total - available, total
-
-
-STAT = "/proc/stat"
-
-
-def _stat_per_core() -> list[tuple[float, float]] | None:
-    """(busy, total) jiffies per core from the "cpuN" lines of /proc/stat, counted as
-    `_busy_and_total` counts psutil's rows (user and nice already hold guest time); None
-    where the file cannot be read (not Linux). psutil builds a named tuple of floats per
-    core for the same figures: on a 128-core host that is most of the host read."""
-    try:
-        with open(STAT, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    rows: list[tuple[float, float]] = []
-    for line in data.split(b"\n"):
-        if line.startswith(b"cpu") and line[3:4].isdigit():
-            try:
-                # user nice system idle iowait irq softirq steal (then guest, guest_nice)
-                v = [int(x) for x in line.split()[1:9]]
-            except ValueError:
-                return None
-            if len(v) < 5:
-                return None
-            total = sum(v)
-            rows.append((float(total - v[3] - v[4]), float(total)))
-        elif rows:
-            break  # the per-core lines come together, first in the file
-    return rows or None
+    """(used, total) bytes of host memory, used meaning total minus available (what
+    `free` calls available: what a new process could get without swapping)."""
+    vm = psutil.virtual_memory()
+    return int(vm.total) - int(vm.available), int(vm.total)
 
 
 class CpuLoad:
     """Whole-host and per-core CPU % since the previous reading, from one read of the
-    per-core times (psutil's cpu_percent reads /proc/stat once for the total and again
-    for the cores, and keeps one window for the whole process)."""
+    per-core times (psutil's cpu_percent keeps one window for the whole process: two
+    consumers would shorten each other's)."""
 
     def __init__(self) -> None:
         self._last = self._read()
 
     @staticmethod
     def _read() -> list[tuple[float, float]]:
-        return _stat_per_core() or [_busy_and_total(t) for t in psutil.cpu_times(percpu=True)]
+        return [_busy_and_total(t) for t in psutil.cpu_times(percpu=True)]
 
     def percent(self) -> tuple[float, tuple[float, ...]]:
         now = self._read()
@@ -131,7 +84,7 @@ class HostSource:
             self._swap = (now, int(sw.used), int(sw.total))
         _, swap_used, swap_total = self._swap
         try:
-            load = tuple(round(x, 2) for x in os.getloadavg())
+            load = tuple(round(x, 2) for x in psutil.getloadavg())
         except OSError:
             load = None
         cpu, per_core = self._cpu.percent()
@@ -154,10 +107,10 @@ class HostSource:
     def describe(self, procs: tuple[GpuProcess, ...]) -> tuple[GpuProcess, ...]:
         """Add user, command line, CPU % and RSS to NVML's pid list.
 
-        The user, command line, start time and container are read (psutil) when a
-        process is first seen; afterwards only CPU % and RSS, from /proc/PID/stat and
-        statm (`_usage`). CPU % covers the time since the previous description of that
-        process: None at its first (no window yet).
+        The user, command line, start time and container are read when a process is
+        first seen; afterwards only CPU times and RSS (one psutil oneshot). CPU % covers
+        the time since the previous description of that process: None at its first (no
+        window yet).
         """
         alive: dict[int, psutil.Process] = {}
         facts: dict[int, _Facts] = {}
@@ -191,7 +144,7 @@ class HostSource:
                                        proc.create_time(),
                                        self._containers.get(p.pid, proc.create_time()))
                 cpu, rss = self._usage(p.pid, proc, now, cpu_seen)
-                out.append(new_gpu_process(
+                out.append(GpuProcess(
                     gpu_index=p.gpu_index, pid=p.pid, gpu_mem_bytes=p.gpu_mem_bytes,
                     kind=p.kind, user=known.user, command=known.command, cpu_pct=cpu,
                     rss_bytes=rss, started=known.started, sm_util_pct=p.sm_util_pct,
@@ -215,53 +168,17 @@ class HostSource:
 
     def _usage(self, pid: int, proc: psutil.Process, now: float,
                seen: dict[int, tuple[float, float]]) -> tuple[float | None, int | None]:
-        """(CPU % of one core since this process's previous description, RSS bytes).
-
-        From /proc/PID/stat and statm: two small files, a tenth of psutil's cost for the
-        same figures (its cpu_percent also asks sysconf for the CPU count each time); the
-        same definitions: user + system time over wall time, resident pages. psutil
-        where /proc cannot be read (not Linux)."""
-        try:
-            got = _proc_usage(pid)
-        except FileNotFoundError:
-            raise psutil.NoSuchProcess(pid) from None
-        except PermissionError:
-            raise psutil.AccessDenied(pid) from None
-        if got is None:
-            with proc.oneshot():
-                return proc.cpu_percent(None), proc.memory_info().rss
-        cpu_s, rss = got
+        """(CPU % of one core since this process's previous description, RSS bytes):
+        user + system time over wall time, as top counts it."""
+        with proc.oneshot():
+            times = proc.cpu_times()
+            rss = int(proc.memory_info().rss)
+        cpu_s = times.user + times.system
         seen[pid] = (cpu_s, now)
         last = self._cpu_seen.get(pid)
         if last is None or now <= last[1]:
             return None, rss
         return round(100.0 * max(0.0, cpu_s - last[0]) / (now - last[1]), 1), rss
-
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _proc_usage(pid: int) -> tuple[float, int] | None:
-    """(user + system CPU seconds, resident bytes) of a process from /proc, None where
-    /proc has no such files (not Linux); FileNotFoundError once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            statm = f.read()
-    except (FileNotFoundError, PermissionError):
-        if not os.path.isdir("/proc/self"):
-            return None
-        raise
-    # The command name (field 2) may hold spaces and parentheses: count from its end.
-    fields = stat[stat.rfind(b")") + 2:].split()
-    try:
-        cpu = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
-        rss = int(statm.split()[1]) * _PAGE_BYTES
-    except (IndexError, ValueError):
-        return None
-    return cpu, rss
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ GPU instance).
 
 This module is the pure part: the record the sampler builds (`MigDevice`), the profile
 name read from NVML's device name, and the lines every consumer shows. The NVML calls
-are in `gputui.telemetry.nvml.mig_reads`; the JSON form in `gputui.telemetry.schema`.
+are in `gputui.telemetry.nvml.mig_reader`; the JSON form in `gputui.telemetry.schema`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gputui.telemetry.gpm import ACTIVITY_FIELDS, GpmActivity
+
 # The GPM fields a MIG device carries: the activity ratios (in %) of its GPU instance.
 # Byte rates (PCIe, NVLink) belong to the whole GPU, not to an instance.
-GPM_FIELDS: tuple[str, ...] = (
-    "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct",
-    "fp64_active_pct", "fp32_active_pct", "fp16_active_pct", "gr_engine_active_pct")
+GPM_FIELDS: tuple[str, ...] = ACTIVITY_FIELDS
 
 # nvmlDeviceGetName on a MIG handle: "NVIDIA A100-SXM4-80GB MIG 1g.10gb"; newer drivers
 # add a media suffix ("1g.10gb+me"). The profile is what nvidia-smi and DCGM show.
@@ -43,12 +43,12 @@ class MigProcess:
 
 
 @dataclass(frozen=True, slots=True)
-class MigDevice:
+class MigDevice(GpmActivity):
     """One MIG device (a compute instance inside a GPU instance) of a GPU, at one tick.
 
     `None` is "not available" (shown as N/A), as everywhere in gputui. The GPM fields
-    are those of the device's GPU instance (GPM samples a GPU instance, not a compute
-    instance), None where the GPU has no GPM (pre-Hopper) or a read failed."""
+    (GpmActivity's) are those of the device's GPU instance, None where the GPU has no
+    GPM (pre-Hopper) or a read failed."""
 
     index: int  # the MIG device index under its GPU (nvmlDeviceGetMigDeviceHandleByIndex)
     uuid: str  # "MIG-…"
@@ -62,14 +62,6 @@ class MigDevice:
     # None: the processes were not read yet or could not be (a failed read, no
     # permission); () is "none running".
     processes: tuple[MigProcess, ...] | None = None
-    sm_active_pct: float | None = None
-    sm_occupancy_pct: float | None = None
-    tensor_active_pct: float | None = None
-    dram_active_pct: float | None = None
-    fp64_active_pct: float | None = None
-    fp32_active_pct: float | None = None
-    fp16_active_pct: float | None = None
-    gr_engine_active_pct: float | None = None
 
     @property
     def label(self) -> str:

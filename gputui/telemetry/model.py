@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gputui.telemetry.frozen import fast_constructor
+from gputui.telemetry.gpm import GpmActivity
 from gputui.telemetry.mig import MigDevice
 
 
@@ -51,8 +51,9 @@ class NvLink:
 
 
 @dataclass(frozen=True, slots=True)
-class GpuSample:
-    """One device at one tick. Static facts are in `info`."""
+class GpuSample(GpmActivity):
+    """One device at one tick. Static facts are in `info`; the GPM activity ratios (SM
+    active, tensor active, ...) are GpmActivity's fields."""
 
     info: DeviceInfo
     lost: bool = False
@@ -83,16 +84,8 @@ class GpuSample:
     # Fraction (0..1) of the last tick's wall time that NVML counted as a violation.
     violation_power_frac: float | None = None
     violation_thermal_frac: float | None = None
-    # GPM profiling counters (Hopper and newer; gputui.telemetry.gpm), over the last tick:
-    # what share of the SMs / pipes / DRAM bandwidth was really busy, in %.
-    sm_active_pct: float | None = None
-    sm_occupancy_pct: float | None = None
-    tensor_active_pct: float | None = None
-    dram_active_pct: float | None = None
-    fp64_active_pct: float | None = None
-    fp32_active_pct: float | None = None
-    fp16_active_pct: float | None = None
-    gr_engine_active_pct: float | None = None
+    # GPM byte rates of the whole GPU over the last tick (the activity ratios are
+    # GpmActivity's fields).
     gpm_pcie_tx_bps: float | None = None
     gpm_pcie_rx_bps: float | None = None
     nvlink_tx_bps: float | None = None
@@ -151,10 +144,6 @@ class GpuSample:
 
 
 
-# GpuSample(...) for the sampler's hot path: one per GPU per tick (gputui.telemetry.frozen).
-new_gpu_sample = fast_constructor(GpuSample)
-
-
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
     gpu_index: int
@@ -176,9 +165,6 @@ class GpuProcess:
     container: str | None = None
 
 
-
-# GpuProcess(...) for the sampler's hot path: one per GPU process with each process list.
-new_gpu_process = fast_constructor(GpuProcess)
 
 @dataclass(frozen=True, slots=True)
 class GpuEvent:

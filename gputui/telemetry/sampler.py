@@ -21,7 +21,7 @@ from gputui.telemetry.alerts import AlertEngine
 from gputui.telemetry.frame import Frame, frozen_map
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.model import GpuProcess, GpuSample, Snapshot, SystemInfo
-from gputui.telemetry.readers import ReaderPool
+from gputui.telemetry.readers import ReaderThreads
 from gputui.telemetry.throttle import ThrottleEpisode, ThrottleTracker
 
 MIN_INTERVAL_S = 0.1
@@ -72,7 +72,7 @@ class Sampler:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._pool: ReaderPool | None = None
+        self._readers: ReaderThreads | None = None
         # The last process records read from NVML, and the same with host facts added.
         self._described: tuple[tuple[GpuProcess, ...], tuple[GpuProcess, ...]] = ((), ())
 
@@ -175,13 +175,13 @@ class Sampler:
             return (), ()
         if not hasattr(nvml, "read_device"):  # a stand-in source (tests): read in turn
             return nvml.read()  # type: ignore[attr-defined, no-any-return]
-        if self._pool is None:
-            self._pool = ReaderPool(nvml)  # type: ignore[arg-type]
+        if self._readers is None:
+            self._readers = ReaderThreads(nvml)  # type: ignore[arg-type]
         tick = self._tick_no
         self._tick_no += 1
         slow = tick % max(1, getattr(nvml, "slow_every", 1)) == 0
         procs = tick % max(1, getattr(nvml, "process_every", 1)) == 0
-        return self._pool.read(slow=slow, processes=procs, timeout_s=self.read_timeout_s)
+        return self._readers.read(slow=slow, processes=procs, timeout_s=self.read_timeout_s)
 
     def read(self) -> Snapshot:
         """Read the sources once and build a Snapshot (does not record it)."""
@@ -287,9 +287,9 @@ class Sampler:
         """Stop and release NVML without ever blocking on a hung driver call."""
         self.stop()
         hung = False
-        if self._pool is not None:
-            hung = self._pool.hung
-            self._pool.close()
+        if self._readers is not None:
+            hung = self._readers.hung
+            self._readers.close()
         close = getattr(self.nvml, "close", None)
         if close is None:
             return

@@ -6,6 +6,7 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
+from gputui.telemetry.gpm import ACTIVITY_FIELDS
 from gputui.telemetry.mig import MigDevice, MigProcess
 from gputui.telemetry.model import (
     DeviceInfo,
@@ -24,8 +25,19 @@ from gputui.telemetry.throttle import is_throttling, mask_from_keys, reason_keys
 SCHEMA_VERSION = 1
 
 _INFO_FIELDS = [f.name for f in fields(DeviceInfo)]
-_SAMPLE_FIELDS = [f.name for f in fields(GpuSample)
-                  if f.name not in ("info", "throttle_mask", "nvlink_links", "mig_devices")]
+
+
+def _in_public_order(cls: type, leave_out: tuple[str, ...], activity_after: str) -> list[str]:
+    """A record's fields as the JSON has always listed them: its own, with the GPM
+    activity ratios (GpmActivity's, which dataclasses puts first) after `activity_after`."""
+    own = [f.name for f in fields(cls)
+           if f.name not in ACTIVITY_FIELDS and f.name not in leave_out]
+    at = own.index(activity_after) + 1
+    return [*own[:at], *ACTIVITY_FIELDS, *own[at:]]
+
+
+_SAMPLE_FIELDS = _in_public_order(
+    GpuSample, ("info", "throttle_mask", "nvlink_links", "mig_devices"), "violation_thermal_frac")
 
 
 def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
@@ -47,7 +59,7 @@ def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
     return d
 
 
-_MIG_FIELDS = [f.name for f in fields(MigDevice) if f.name != "processes"]
+_MIG_FIELDS = _in_public_order(MigDevice, ("processes",), "mem_total_bytes")
 
 
 def mig_to_dict(m: MigDevice) -> dict[str, Any]:

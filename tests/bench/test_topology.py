@@ -87,7 +87,7 @@ def test_link_is_nvlink_pcie_or_unknown() -> None:
 
 
 def test_fake_nvml_pairs_of_four_gpus(fake_nvml: Any) -> None:
-    from gputui.telemetry.nvml.topology import gpu_links
+    from gputui.telemetry.nvml.gpu_links import gpu_links
 
     fake_nvml.use("topology")
     src = _open()
@@ -106,7 +106,7 @@ def test_fake_nvml_pairs_of_four_gpus(fake_nvml: Any) -> None:
 
 
 def test_fake_nvml_nvswitch_and_missing_reads(fake_nvml: Any) -> None:
-    from gputui.telemetry.nvml.topology import gpu_links
+    from gputui.telemetry.nvml.gpu_links import gpu_links
 
     # An HGX-like pair: every link goes to an NVSwitch (NV# = the fewer active links);
     # no topology rows: the PCIe path is unknown (None), never guessed.

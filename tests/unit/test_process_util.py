@@ -34,22 +34,6 @@ def test_per_process_utilisation_exact(fake_nvml: FakeNvml) -> None:
     got = _utils(fake_nvml, PROCS)
     # 9999 has a sample but no longer runs: not made up into the list.
     assert got == {4242: (71, 33, 0, 5), 4343: (9, 2, 40, 0), 4444: (None, None, None, None)}
-    # One call into the device's prepared array, where pynvml makes two.
-    assert fake_nvml.count_for("nvmlDeviceGetProcessesUtilizationInfo") == 1
-
-
-def test_more_processes_than_the_prepared_arrays_hold_are_all_read(
-        fake_nvml: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past PROCESS_CAPACITY the driver answers INSUFFICIENT_SIZE: the processes and
-    their samples are then read through pynvml, which sizes its arrays, and none is lost."""
-    from gputui.telemetry.nvml import prepared
-
-    monkeypatch.setattr(prepared, "PROCESS_CAPACITY", 2)
-    got = _utils(fake_nvml, PROCS)
-    assert got == {4242: (71, 33, 0, 5), 4343: (9, 2, 40, 0), 4444: (None, None, None, None)}
-    # The prepared call, then pynvml's two (size, then read), for the list and the samples.
-    assert fake_nvml.count_for("nvmlDeviceGetComputeRunningProcesses_v3") == 3
-    assert fake_nvml.count_for("nvmlDeviceGetProcessesUtilizationInfo") == 3
 
 
 def test_an_older_driver_uses_the_older_call(fake_nvml: FakeNvml) -> None:
@@ -63,7 +47,7 @@ def test_no_new_sample_keeps_the_last_for_a_while_then_null(
     """On a real H100 a reading 0.3 s after the last one often finds no new process
     sample (NOT_FOUND): the last sample stands for PROCESS_UTIL_KEEP_S, then "—"."""
     from gputui.telemetry.nvml import source as source_mod
-    from gputui.telemetry.nvml.common import PROCESS_UTIL_KEEP_S
+    from gputui.telemetry.nvml.processes import PROCESS_UTIL_KEEP_S
 
     clock = [100.0]
     monkeypatch.setattr(source_mod.time, "monotonic", lambda: clock[0])

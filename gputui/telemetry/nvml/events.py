@@ -13,22 +13,28 @@ import ctypes
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pynvml
 
 from gputui.telemetry.health import XidEvent
-from gputui.telemetry.nvml.common import (
-    _err_text,
-)
+from gputui.telemetry.nvml.errors import err_text
 
 # NVML event bits a watcher can listen for, and the kind each becomes.
 EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit",
                pynvml.nvmlEventTypeClock: "clock_change"}
 MONITOR_EVENTS = 0x8 | 0x1 | 0x2 | pynvml.nvmlEventTypeClock
 
-if TYPE_CHECKING:  # the source imports this module: annotations only
-    from gputui.telemetry.nvml.source import NvmlSource
+
+
+class Devices(Protocol):
+    """What the watcher needs of an open NvmlSource: its devices' handles."""
+
+    @property
+    def count(self) -> int: ...
+
+    def handle(self, index: int) -> Any | None:
+        """None for a device that is lost, not opened, or has no handle."""
 
 
 class XidWatcher:
@@ -37,7 +43,7 @@ class XidWatcher:
     ECC error events (the monitor's events); with `start(register=False)` devices are
     added one by one as they open (`register`)."""
 
-    def __init__(self, source: NvmlSource, *, poll_ms: int = 200,
+    def __init__(self, source: Devices, *, poll_ms: int = 200,
                  on_event: Callable[[XidEvent], None] | None = None,
                  mask: int = 0x8) -> None:
         self._source = source
@@ -56,8 +62,8 @@ class XidWatcher:
         try:
             self._set = pynvml.nvmlEventSetCreate()
         except pynvml.NVMLError as exc:
-            self.error = f"NVML events unavailable: {_err_text(exc)}"
-            self.unsupported = {d.index for d in self._source._devs}
+            self.error = f"NVML events unavailable: {err_text(exc)}"
+            self.unsupported = set(range(self._source.count))
             return
         if not register:
             self._thread = threading.Thread(target=self._run, name="gputui-events",
@@ -65,18 +71,8 @@ class XidWatcher:
             self._thread.start()
             return
         xid = pynvml.nvmlEventTypeXidCriticalError
-        for dev in self._source._devs:
-            if dev.handle is None or dev.lost:
-                self.unsupported.add(dev.index)
-                continue
-            try:
-                if not pynvml.nvmlDeviceGetSupportedEventTypes(dev.handle) & xid:
-                    raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
-                pynvml.nvmlDeviceRegisterEvents(dev.handle, xid, self._set)
-            except pynvml.NVMLError:
-                self.unsupported.add(dev.index)
-                continue
-            self._by_handle[ctypes.cast(dev.handle, ctypes.c_void_p).value] = dev.index
+        for index in range(self._source.count):
+            self._register(index, xid)
         self._thread = threading.Thread(target=self._run, name="gputui-xid", daemon=True)
         self._thread.start()
 
@@ -89,7 +85,7 @@ class XidWatcher:
                     return
                 continue
             except pynvml.NVMLError as exc:
-                self.error = f"listening for XID events failed: {_err_text(exc)}"
+                self.error = f"listening for XID events failed: {err_text(exc)}"
                 return
             index = self._by_handle.get(ctypes.cast(data.device, ctypes.c_void_p).value)
             kind = EVENT_KINDS.get(int(data.eventType) & self._mask)
@@ -121,19 +117,22 @@ class XidWatcher:
 
     def register(self, index: int) -> bool:
         """Listen on one more (just opened) device; False when it cannot report events."""
-        dev = self._source._devs[index]
-        if self._set is None or dev.handle is None or dev.lost:
+        return self._register(index, self._mask)
+
+    def _register(self, index: int, mask: int) -> bool:
+        handle = self._source.handle(index)
+        if self._set is None or handle is None:
             self.unsupported.add(index)
             return False
         try:
-            mask = pynvml.nvmlDeviceGetSupportedEventTypes(dev.handle) & self._mask
+            mask &= pynvml.nvmlDeviceGetSupportedEventTypes(handle)
             if not mask:
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
-            pynvml.nvmlDeviceRegisterEvents(dev.handle, mask, self._set)
+            pynvml.nvmlDeviceRegisterEvents(handle, mask, self._set)
         except pynvml.NVMLError:
             self.unsupported.add(index)
             return False
-        self._by_handle[ctypes.cast(dev.handle, ctypes.c_void_p).value] = index
+        self._by_handle[ctypes.cast(handle, ctypes.c_void_p).value] = index
         return True
 
     def take(self) -> tuple[XidEvent, ...]:

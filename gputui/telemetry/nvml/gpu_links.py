@@ -3,18 +3,16 @@ topology of a DDP benchmark. Read once per run, never per tick."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pynvml
 
-from gputui.telemetry.nvml.common import _text
+from gputui.telemetry.nvml.errors import text
 from gputui.telemetry.nvml.health_reads import p2p_link
+from gputui.telemetry.nvml.query import NvmlQuery
+from gputui.telemetry.nvml.source import NvmlSource
 from gputui.telemetry.topology import GpuLink, norm_bus_id, pcie_words
-
-if TYPE_CHECKING:
-    from gputui.telemetry.nvml.source import NvmlSource
 
 SWITCH = "switch"
 
@@ -22,31 +20,26 @@ SWITCH = "switch"
 def _links(handle: Any) -> list[tuple[int, ...] | str | None] | None:
     """Each active NVLink link's far end: a GPU's bus id (normalised), SWITCH, or None
     (unknown); None when the GPU has no NVLink."""
+    q = NvmlQuery()
     out: list[tuple[int, ...] | str | None] = []
     for link in range(pynvml.NVML_NVLINK_MAX_LINKS):
-        try:
-            active = pynvml.nvmlDeviceGetNvLinkState(handle, link)
-        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound):
-            return None if link == 0 else out
-        except pynvml.NVMLError_InvalidArgument:
-            break  # past this GPU's last link
-        except pynvml.NVMLError:
+        active = q(pynvml.nvmlDeviceGetNvLinkState, handle, link, key=f"state/{link}")
+        if active is None:
+            if f"state/{link}" in q.unsupported:
+                return None if link == 0 else out
+            if q.last_error == pynvml.NVML_ERROR_INVALID_ARGUMENT:
+                break  # past this GPU's last link
             out.append(None)
             continue
         if active != pynvml.NVML_FEATURE_ENABLED:
             continue
-        kind = pynvml.NVML_NVLINK_DEVICE_TYPE_GPU
         # Older drivers have no remote type: their far ends are GPUs (or an IBM NPU).
-        with contextlib.suppress(pynvml.NVMLError):
-            kind = pynvml.nvmlDeviceGetNvLinkRemoteDeviceType(handle, link)
+        kind = q(pynvml.nvmlDeviceGetNvLinkRemoteDeviceType, handle, link, key="remote_type")
         if kind == pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH:
             out.append(SWITCH)
             continue
-        try:
-            pci = pynvml.nvmlDeviceGetNvLinkRemotePciInfo(handle, link)
-            out.append(norm_bus_id(_text(pci.busId)))
-        except pynvml.NVMLError:
-            out.append(None)
+        pci = q(pynvml.nvmlDeviceGetNvLinkRemotePciInfo, handle, link, key=f"remote/{link}")
+        out.append(None if pci is None else norm_bus_id(text(pci.busId)))
     return out
 
 
@@ -55,15 +48,10 @@ def gpu_links(source: NvmlSource, indices: Sequence[int]) -> list[GpuLink]:
     A GPU that is lost or not opened gives pairs with every field None."""
     surveys: dict[int, list[Any] | None] = {}
     bus: dict[int, tuple[int, ...] | None] = {}
-    with source._lock:
-        handles = {i: source._devs[i].handle for i in indices
-                   if 0 <= i < len(source._devs) and not source._devs[i].lost}
-        for i, h in handles.items():
-            bus[i] = norm_bus_id(source._devs[i].info.pci_bus_id)
-            try:
-                surveys[i] = _links(h) if h is not None else None
-            except pynvml.NVMLError:
-                surveys[i] = None
+    handles = {i: source.handle(i) for i in indices if 0 <= i < source.count}
+    for i, h in handles.items():
+        bus[i] = norm_bus_id(source.devices[i].pci_bus_id)
+        surveys[i] = _links(h) if h is not None else None
     out = []
     for pos, a in enumerate(indices):
         for b in indices[pos + 1:]:
@@ -77,9 +65,7 @@ def _pair(source: NvmlSource, a: int, b: int, handles: dict[int, Any],
     ha, hb = handles.get(a), handles.get(b)
     if ha is None or hb is None:
         return GpuLink(a, b, None, None, None, None)
-    level = None
-    with source._lock, contextlib.suppress(pynvml.NVMLError):
-        level = pynvml.nvmlDeviceGetTopologyCommonAncestor(ha, hb)
+    level = NvmlQuery()(pynvml.nvmlDeviceGetTopologyCommonAncestor, ha, hb)
     p2p = p2p_link(source, a, b)
     la, lb = surveys.get(a), surveys.get(b)
     count: int | None
