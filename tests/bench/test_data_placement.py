@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gputui.bench import catalog
-from gputui.bench.workloads import (
+from gputui.bench.worker.workloads import (
     DEVICE_POOL,
     HOST_POOL,
     DeviceFeed,

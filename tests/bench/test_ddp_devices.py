@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from gputui.bench import catalog
-from gputui.bench.cancel import CancelFlag
-from gputui.bench.context import Ctx
-from gputui.bench.distributed import _fill, run_ddp
+from gputui.bench.worker.cancel import CancelFlag
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.distributed import _fill, run_ddp
 from gputui.errors import UsageError
 
 from .worker_helpers import TINY_CNN, check_ok, run_worker
@@ -75,7 +75,7 @@ def test_ddp_worker_resolves_its_device_without_a_cuda_context() -> None:
     # A fresh interpreter: this one may already hold a context from other tests.
     code = (
         "import os, sys, torch, pynvml\n"
-        "from gputui.bench.environment import resolve_device\n"
+        "from gputui.bench.worker.environment import resolve_device\n"
         "n = int(sys.argv[1])\n"
         "d = resolve_device({'device': 'cuda:0', 'nproc': n, 'precision': 'bf16'})\n"
         "torch.cuda.get_device_properties(d)\n"

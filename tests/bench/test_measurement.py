@@ -12,16 +12,17 @@ from typing import Any
 import pytest
 import torch
 
-from gputui.bench import catalog, events, measure, peaks
+from gputui.bench import catalog, events, peaks
 from gputui.bench import stats as stats_mod
-from gputui.bench.cancel import CancelFlag
-from gputui.bench.context import Ctx
-from gputui.bench.energy import MIN_ENERGY_WINDOW_S, EnergyMeter
-from gputui.bench.memory import PeakRss
 from gputui.bench.result import ResultBuilder
 from gputui.bench.stats import percentile
-from gputui.bench.timing import latency_loop, timed_loop
-from gputui.bench.workloads import configure_precision, make_workload, synthetic_images
+from gputui.bench.worker import measure
+from gputui.bench.worker.cancel import CancelFlag
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.energy import MIN_ENERGY_WINDOW_S, EnergyMeter
+from gputui.bench.worker.memory import PeakRss
+from gputui.bench.worker.timing import latency_loop, timed_loop
+from gputui.bench.worker.workloads import configure_precision, make_workload, synthetic_images
 from gputui.errors import UsageError
 
 CPU = torch.device("cpu")

@@ -13,17 +13,13 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "gputui"
 
-# The worker side of bench/: the only modules that may import torch. Everything else in
-# gputui/ is parent side (CLI, runner, queue, TUI) and must load without torch.
-BENCH_WORKER_SIDE = {"worker.py", "pipe.py", "cancel.py", "failures.py", "environment.py",
-                     "context.py", "measure.py", "timing.py", "workloads.py", "energy.py",
-                     "memory.py", "distributed.py", "profiling.py", "gpu_window.py"}
-BENCH_WORKER_DIRS = {"kinds"}
+# The worker side of bench/ is one folder: the only place that may import torch. Everything
+# else in gputui/ is parent side (CLI, runner, queue, TUI) and must load without torch.
+WORKER_PACKAGE = ("bench", "worker")
 
 
 def _worker_side(rel: Path) -> bool:
-    return rel.parts[0] == "bench" and (rel.name in BENCH_WORKER_SIDE
-                                        or rel.parts[1] in BENCH_WORKER_DIRS)
+    return rel.parts[:2] == WORKER_PACKAGE
 
 
 def _imports(path: Path) -> set[str]:
@@ -62,6 +58,27 @@ def test_torch_only_on_the_worker_side_of_bench() -> None:
             continue
         if not _worker_side(rel):
             offenders.append(rel.as_posix())
+    assert offenders == []
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def test_parent_side_never_imports_the_worker_package() -> None:
+    """The child is started by name (`python -m gputui.bench.worker`), never imported."""
+    offenders = [p.relative_to(PKG).as_posix() for p in _sources()
+                 if not _worker_side(p.relative_to(PKG))
+                 and any(m == "gputui.bench.worker" or m.startswith("gputui.bench.worker.")
+                         for m in _imported_modules(p))]
     assert offenders == []
 
 

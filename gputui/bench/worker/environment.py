@@ -10,13 +10,13 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gputui.bench.memory import PeakRss
+from gputui.bench.worker.memory import PeakRss
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
     import torch
 
-    from gputui.bench.energy import NvmlLink
+    from gputui.bench.worker.energy import NvmlLink
 
 
 def cpu_model() -> str:
@@ -146,7 +146,7 @@ def host_peak_text() -> str:
 def base_settings(spec: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
     import torch
 
-    from gputui.bench.workloads import configure_precision
+    from gputui.bench.worker.workloads import configure_precision
 
     s = spec
     settings: dict[str, Any] = {
@@ -174,7 +174,7 @@ def torch_config(device: torch.device, backend: str | None = None) -> dict[str, 
     import torch
 
     from gputui.bench.config import TORCH_KEYS, empty
-    from gputui.bench.workloads import precision_flags
+    from gputui.bench.worker.workloads import precision_flags
 
     out = empty(TORCH_KEYS)
     out.update({k: v for k, v in precision_flags(device).items() if k in out})

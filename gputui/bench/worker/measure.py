@@ -10,16 +10,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import events, peaks, stats
-from gputui.bench.context import Ctx
-from gputui.bench.memory import PeakRss
 from gputui.bench.result import ResultBuilder
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.memory import PeakRss
 
 if TYPE_CHECKING:
     import torch
 
-    from gputui.bench.timing import LoopStats
+    from gputui.bench.worker.timing import LoopStats
 
-# Host memory peaks on CPU are per measured interval (see gputui.bench.memory).
+# Host memory peaks on CPU are per measured interval (see gputui.bench.worker.memory).
 HOST_PEAK = PeakRss()
 
 
@@ -64,7 +64,7 @@ def _malloc_trim() -> None:
 
 
 def do_warmup(ctx: Ctx, step: Callable[[int], None], n: int) -> None:
-    from gputui.bench.timing import sync
+    from gputui.bench.worker.timing import sync
 
     for i in range(n):
         ctx.checkpoint()
@@ -92,7 +92,7 @@ def measure(ctx: Ctx, step: Callable[[int], None], samples_per_step: int, unit: 
             use_spec_bounds: bool = True) -> LoopStats:
     """The timed loop, bounded by the spec's --steps/--duration unless told otherwise;
     with the spec's bounds it runs --repeat times (timing.repeat_trials)."""
-    from gputui.bench.timing import repeat_trials, timed_loop
+    from gputui.bench.worker.timing import repeat_trials, timed_loop
 
     repeat = 1
     if use_spec_bounds:
@@ -131,7 +131,7 @@ def fill_loop(res: ResultBuilder, loop: LoopStats, unit: str) -> None:
 
 
 def measure_phases(ctx: Ctx, step: Any, n: int) -> dict[str, float]:
-    from gputui.bench.timing import PhaseTimer
+    from gputui.bench.worker.timing import PhaseTimer
 
     timer = PhaseTimer(ctx.device)
     for i in range(n):
@@ -145,7 +145,7 @@ def measure_phases(ctx: Ctx, step: Any, n: int) -> dict[str, float]:
 def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
     if not ctx.spec["profile"] or ctx.cancel.is_set():
         return
-    from gputui.bench.profiling import profile_steps
+    from gputui.bench.worker.profiling import profile_steps
 
     n = 5 if ctx.device.type == "cuda" else 2
     ctx.result.extra["profile"] = profile_steps(
@@ -155,8 +155,8 @@ def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
 
 def energy_meter(ctx: Ctx) -> Any:
     """Energy and the GPU's clocks/power over the timed loop (gpu_window.RunMeter)."""
-    from gputui.bench.energy import EnergyMeter
     from gputui.bench.gpu_window import RunMeter, WindowSampler
+    from gputui.bench.worker.energy import EnergyMeter
 
     link = ctx.link if ctx.link is not None and ctx.link.available else None
     return RunMeter(EnergyMeter(link), WindowSampler(link))
@@ -175,7 +175,7 @@ def record_energy(res: ResultBuilder, reading: dict[str, Any]) -> None:
 def start_timed(ctx: Ctx, step_cls: Any) -> tuple[Any, Any, Any]:
     """Build the workload and its step, warm up, then start the peak-memory and energy
     windows: everything before the timed loop that training and inference share."""
-    from gputui.bench.workloads import make_workload
+    from gputui.bench.worker.workloads import make_workload
 
     spec, dev = ctx.spec, ctx.device
     wl = make_workload(spec, dev, spec["batch_size"])

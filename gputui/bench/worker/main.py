@@ -1,7 +1,7 @@
 """`python -m gputui.bench.worker --spec-json '<JSON>'`: run one benchmark, print events.
 
 The protocol is in `gputui.bench.events`. Events go to a private duplicate of the original
-stdout (`gputui.bench.pipe`). The benchmark itself is one of `gputui.bench.kinds`.
+stdout (`gputui.bench.worker.pipe`). The benchmark itself is one of `gputui.bench.worker.kinds`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import traceback
 from typing import TYPE_CHECKING
 
 from gputui.bench import catalog, events
-from gputui.bench.cancel import CancelFlag, Cancelled, TestHooks
-from gputui.bench.context import Ctx
-from gputui.bench.environment import base_settings, collect_env, resolve_device, torch_config
-from gputui.bench.failures import classify
-from gputui.bench.pipe import Emitter, claim_stdout
 from gputui.bench.result import ResultBuilder
+from gputui.bench.worker.cancel import CancelFlag, Cancelled, TestHooks
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.environment import base_settings, collect_env, resolve_device, torch_config
+from gputui.bench.worker.failures import classify
+from gputui.bench.worker.pipe import Emitter, claim_stdout
 from gputui.errors import UsageError
 from gputui.telemetry.model import iso_utc
 
 if TYPE_CHECKING:
-    from gputui.bench.energy import NvmlLink
+    from gputui.bench.worker.energy import NvmlLink
 
 
 def now_iso() -> str:
@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(spec["threads"])
         device = resolve_device(spec)
         spec = catalog.resolve_spec(spec, device.type)
-        from gputui.bench.energy import NvmlLink
-        from gputui.bench.kinds import run as run_kind
+        from gputui.bench.worker.energy import NvmlLink
+        from gputui.bench.worker.kinds import run as run_kind
 
         link = NvmlLink(device)
         env = collect_env(device, link)
@@ -133,7 +133,3 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if link is not None:
             link.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

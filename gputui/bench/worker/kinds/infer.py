@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     fill_loop,
     hook_step,
     hooked,
@@ -20,8 +20,8 @@ from gputui.bench.measure import (
 
 @register("infer")
 def run_infer(ctx: Ctx) -> None:
-    from gputui.bench.timing import latency_loop, repeat_trials
-    from gputui.bench.workloads import InferStep
+    from gputui.bench.worker.timing import latency_loop, repeat_trials
+    from gputui.bench.worker.workloads import InferStep
 
     spec, res, dev = ctx.spec, ctx.result, ctx.device
     unit = ctx.bench.unit

@@ -31,7 +31,7 @@ from gputui.bench import catalog, events
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
-    from gputui.bench.context import Ctx
+    from gputui.bench.worker.context import Ctx
 
 
 def free_port() -> int:
@@ -149,8 +149,8 @@ class RankFailed(Exception):
 
 def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
           first: int = 0, lp: Any = None) -> None:
-    from gputui.bench.measure import fill_loop
-    from gputui.bench.timing import LoopStats
+    from gputui.bench.worker.measure import fill_loop
+    from gputui.bench.worker.timing import LoopStats
 
     res = ctx.result
     loop = LoopStats(steps=p["steps"], samples=p["samples"], wall_s=p["wall_s"],
@@ -186,7 +186,7 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
     # Energy: every rank's GPU counter over its own timed loop, summed (None on CPU or
     # when any rank could not read it, or the window was too short to trust).
     joules, windows = p.get("per_rank_joules"), p.get("per_rank_window_s")
-    from gputui.bench.energy import MIN_ENERGY_WINDOW_S
+    from gputui.bench.worker.energy import MIN_ENERGY_WINDOW_S
 
     if (joules and all(j is not None and j >= 0 for j in joules) and windows
             and max(windows) >= MIN_ENERGY_WINDOW_S):
@@ -225,10 +225,10 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
     local = rank if local_rank is None else local_rank
     reports = local == 0 if reporter is None else reporter
     die_with_parent(parent_pid)
-    from gputui.bench.failures import classify
-    from gputui.bench.measure import peak_memory, reset_peak
-    from gputui.bench.timing import PhaseTimer, sync, timed_loop
-    from gputui.bench.workloads import TrainStep, configure_precision, make_workload
+    from gputui.bench.worker.failures import classify
+    from gputui.bench.worker.measure import peak_memory, reset_peak
+    from gputui.bench.worker.timing import PhaseTimer, sync, timed_loop
+    from gputui.bench.worker.workloads import TrainStep, configure_precision, make_workload
 
     local_stop = {"v": False}
 
@@ -267,7 +267,7 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
             emit(events.Warmup(i + 1, n_warm))
         sync(dev)
         reset_peak(dev)
-        from gputui.bench.energy import EnergyMeter, NvmlLink
+        from gputui.bench.worker.energy import EnergyMeter, NvmlLink
 
         link = NvmlLink(dev) if dev.type == "cuda" else None
         meter = EnergyMeter(link if link is not None and link.available else None,
@@ -311,7 +311,7 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
         dist.all_gather(gathered, mine)
         # Each rank's GPU by UUID (None on a CPU): the runner maps them to NVML devices
         # for config.topology (cuda:N is not NVML's index N under CUDA_VISIBLE_DEVICES).
-        from gputui.bench.energy import torch_uuid
+        from gputui.bench.worker.energy import torch_uuid
 
         uuids: list[str | None] = [None] * world
         dist.all_gather_object(uuids, torch_uuid(dev))
@@ -357,7 +357,7 @@ ALLREDUCE_DEFINITION = ("all-reduce of one gradient's worth of fp32 (every train
 def _time_allreduce(model: Any, dev: torch.device, step_ms: list[float]) -> dict[str, Any]:
     """What share of a step one gradient all-reduce would take (every rank calls this)."""
     from gputui.bench.stats import percentile
-    from gputui.bench.timing import sync
+    from gputui.bench.worker.timing import sync
 
     numel = sum(p.numel() for p in model.parameters() if p.requires_grad)
     buf = torch.zeros(numel, dtype=torch.float32, device=dev)

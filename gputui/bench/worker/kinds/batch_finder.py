@@ -13,11 +13,11 @@ import os
 from typing import Any
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.environment import host_peak_text
-from gputui.bench.failures import first_line, is_oom
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.environment import host_peak_text
+from gputui.bench.worker.failures import first_line, is_oom
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     do_warmup,
     free_memory,
     loop_throughput,
@@ -55,7 +55,7 @@ def recommended(fitted: dict[int, int | None], limit_bytes: int | None) -> int |
 
 @register("batch-finder")
 def run_batch_finder(ctx: Ctx) -> None:
-    from gputui.bench.workloads import TrainStep, make_workload
+    from gputui.bench.worker.workloads import TrainStep, make_workload
 
     spec, res, dev = ctx.spec, ctx.result, ctx.device
     unit = ctx.bench.unit

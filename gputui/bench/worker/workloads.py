@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gputui.bench.timing import PhaseTimer
+from gputui.bench.worker.timing import PhaseTimer
 
 DATA_MODES: tuple[str, ...] = ("device", "host")
 HOST_POOL = 4  # distinct host batches cycled through, so caches do not see one batch only

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gputui.bench import catalog, events
-from gputui.bench.cancel import SimulatedCrash
+from gputui.bench.worker.cancel import SimulatedCrash
 from gputui.errors import UsageError
 
 

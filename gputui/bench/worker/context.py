@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import catalog, events
-from gputui.bench.cancel import CancelFlag, Cancelled, TestHooks
 from gputui.bench.result import ResultBuilder
+from gputui.bench.worker.cancel import CancelFlag, Cancelled, TestHooks
 
 if TYPE_CHECKING:
     import torch
 
-    from gputui.bench.energy import NvmlLink
+    from gputui.bench.worker.energy import NvmlLink
 
 
 @dataclass

@@ -13,9 +13,9 @@ import copy
 import time
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import peak_memory
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import peak_memory
 
 
 @register("train-to-accuracy")
@@ -23,8 +23,8 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     import torch
     from torch import nn
 
-    from gputui.bench.timing import sync
-    from gputui.bench.workloads import SmallCNN, Teacher, autocast, synthetic_images
+    from gputui.bench.worker.timing import sync
+    from gputui.bench.worker.workloads import SmallCNN, Teacher, autocast, synthetic_images
 
     spec, res, dev, p = ctx.spec, ctx.result, ctx.device, ctx.params
     b, size, classes = spec["batch_size"], spec["image_size"], int(p["classes"])

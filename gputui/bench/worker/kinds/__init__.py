@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from gputui.bench.context import Ctx
 from gputui.bench.launch import launched
+from gputui.bench.worker.context import Ctx
 
 Kind = Callable[[Ctx], None]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.bench import events, peaks
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     do_warmup,
     energy_meter,
     loop_throughput,

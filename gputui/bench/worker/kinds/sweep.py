@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.failures import first_line, is_oom
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.failures import first_line, is_oom
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     do_warmup,
     free_memory,
     loop_throughput,
@@ -29,7 +29,7 @@ def sweep_sizes(max_batch: int, start: int = 1) -> list[int]:
 
 @register("sweep")
 def run_sweep(ctx: Ctx) -> None:
-    from gputui.bench.workloads import InferStep, TrainStep, make_workload
+    from gputui.bench.worker.workloads import InferStep, TrainStep, make_workload
 
     spec, res, dev = ctx.spec, ctx.result, ctx.device
     unit, train = ctx.bench.unit, ctx.bench.kind == "train"

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
