@@ -54,7 +54,7 @@ def flat_row(r: Result) -> dict[str, Any]:
         "throughput_value": tp.value if tp else None,
         "throughput_definition": tp.definition if tp else None,
         "throughput_windows": tp.windows if tp else None,
-        # > 5 % of the timed window throttled (bench.window); null: no window sampled.
+        # > 5 % of the timed window throttled (bench.throttle_window); null: no window sampled.
         "throttled": r.throttled if r.window is not None else None,
         "throttled_fraction": r.window.throttled_fraction if r.window else None,
         "trials": len(r.trials) if r.trials else None,

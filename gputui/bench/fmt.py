@@ -97,7 +97,7 @@ def throttled_mark(r: Result) -> str:
     """"⚠ throttled 12 %" for a run throttled > 5 % of its timed window, else ""."""
     if not r.throttled or r.window is None or r.window.throttled_fraction is None:
         return ""
-    from gputui.bench.window import THROTTLED_MARK
+    from gputui.bench.throttle_window import THROTTLED_MARK
 
     return f"{THROTTLED_MARK} {r.window.throttled_fraction * 100:.0f} %"
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from gputui.bench.events import Point
 from gputui.bench.stats import Spread, Throughput, TrialSpread
-from gputui.bench.window import WindowStats
+from gputui.bench.throttle_window import WindowStats
 
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "cancelled", "failed")
@@ -92,7 +92,7 @@ class Result:
     points: tuple[Point, ...] = ()
     error: ErrorInfo | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    # The GPU's state over the timed loops, sampled by the runner (bench.window).
+    # The GPU's state over the timed loops, sampled by the runner (bench.throttle_window).
     window: WindowStats | None = None
     # Settings that change the number, read once per run (bench.config): "gpu", "torch".
     config: Mapping[str, Any] = field(default_factory=dict)

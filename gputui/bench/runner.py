@@ -40,14 +40,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from gputui.bench import events, results
+from gputui.bench import events, results_store
 from gputui.bench.catalog import SPEC_DEFAULTS, validate_spec
 from gputui.bench.config import GPU_KEYS, empty, read_gpu_config
+from gputui.bench.ddp_topology import read_topology
 from gputui.bench.result import Result, with_episodes
 from gputui.bench.throttle_watch import ThrottleWatch, worker_nvml_index
-from gputui.bench.topology import read_topology
+from gputui.bench.throttle_window import WINDOW_INTERVAL_S, TimedSpans, WindowRecorder, window_stats
 from gputui.bench.verdict import RunFacts, decide
-from gputui.bench.window import WINDOW_INTERVAL_S, TimedSpans, WindowRecorder, window_stats
 from gputui.telemetry.model import iso_utc
 
 Event = events.Event
@@ -181,7 +181,7 @@ class BenchRun:
         telemetry: bool = True,
         sampler: Any | None = None,
     ) -> None:
-        self.id = result_id or results.new_id()
+        self.id = result_id or results_store.new_id()
         self.spec: dict[str, Any] = dict(spec)
         self.on_event = on_event
         self.on_done = on_done

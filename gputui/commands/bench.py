@@ -161,9 +161,9 @@ def _baseline(args: argparse.Namespace) -> dict[str, Any]:
     """--baseline ID → the spec's baseline_* keys (its headline and process count)."""
     if not args.baseline:
         return {}
-    from gputui.bench import results
+    from gputui.bench import results_store
 
-    base = results.load(args.baseline)
+    base = results_store.load(args.baseline)
     if base.benchmark != args.name or base.headline is None or base.status != "ok":
         raise UsageError(f"baseline {printable(base.id)} is not a finished {args.name} run "
                          f"(it is {printable(base.benchmark)}, {printable(base.status)})")
@@ -257,11 +257,11 @@ def _defaults_text(defaults: Mapping[str, Any]) -> str:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from gputui.bench import results
+    from gputui.bench import results_store
     from gputui.bench.run_queue import Planned, RunQueue
     from gputui.bench.runner import DEFAULT_TIMEOUT_S, make_spec
 
-    result_id = results.new_id()
+    result_id = results_store.new_id()
     spec = make_spec(
         args.name,
         model=args.model,
@@ -288,7 +288,7 @@ def run_bench(args: argparse.Namespace) -> int:
         rdzv_endpoint=args.rdzv_endpoint,
         **_baseline(args),
         profile=args.profile,
-        profile_dir=str(results.profiles_dir() / result_id) if args.profile else None,
+        profile_dir=str(results_store.profiles_dir() / result_id) if args.profile else None,
     )
     planned = Planned(spec, args.name, id=result_id,
                       timeout_s=args.timeout or DEFAULT_TIMEOUT_S, output=args.output)
@@ -318,7 +318,7 @@ def run_bench(args: argparse.Namespace) -> int:
     if finished.save_error is not None:
         raise GputuiError(finished.save_error)
     if args.json:
-        sys.stdout.write(results.dumps(doc))
+        sys.stdout.write(results_store.dumps(doc))
         sys.stdout.flush()
     else:
         console = _console()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from gputui.bench.gpu_window import RunMeter, WindowSampler, summarize
+from gputui.bench.clock_window import RunMeter, WindowSampler, summarize
 from gputui.bench.worker.workloads import configure_precision
 
 from .worker_helpers import check_ok, run_worker

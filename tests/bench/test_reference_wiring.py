@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 from gputui.bench.result import Result
 from gputui.bench.runner import BenchRun, make_spec
 
@@ -44,7 +44,7 @@ def run_with(patch: dict[str, Any]) -> Result:
                    worker_cmd=[sys.executable, str(FAKE)])
     result = run.run()
     assert result.status == "ok"
-    results.save(result)
+    results_store.save(result)
     return result
 
 

@@ -9,7 +9,7 @@ from dataclasses import fields
 from gputui.bench.events import Point
 from gputui.bench.result import ErrorInfo, Result, ResultBuilder
 from gputui.bench.stats import Spread, Throughput
-from gputui.bench.window import WindowStats
+from gputui.bench.throttle_window import WindowStats
 
 
 def test_the_builder_has_exactly_results_fields() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 from gputui.bench.run_queue import Finished, Planned, RunQueue
 from gputui.bench.runner import make_spec
 
@@ -50,7 +50,7 @@ def test_runs_one_after_another_and_each_is_saved(data_dir: Path) -> None:
     assert [f.planned.id for f in finished] == [first.id, second.id]
     for f in finished:
         assert f.path == data_dir / "results" / f"{f.planned.id}.json"
-        assert results.load(f.planned.id) == f.result
+        assert results_store.load(f.planned.id) == f.result
     assert queue.current is None and queue.pending == []
 
 
@@ -87,7 +87,7 @@ def test_a_killed_worker_saves_the_whole_timed_loops_samples(data_dir: Path) -> 
     queue.submit(planned(timeout_s=1.5))
     assert queue.wait(WAIT_S)
     (f,) = finished
-    r = results.load(f.planned.id)
+    r = results_store.load(f.planned.id)
     assert r.status == "failed" and r.error is not None and r.error.kind == "timeout"
     assert r.samples == 10 and r.steps == 5
     assert r.throughput is not None and r.throughput.value == pytest.approx(10 / 0.5)
@@ -106,7 +106,7 @@ def test_cancel_saves_the_partial_result(data_dir: Path) -> None:
     assert queue.cancel()
     assert queue.wait(WAIT_S)
     assert [f.planned.id for f in finished] == [p.id]
-    assert results.load(p.id).status == "cancelled"
+    assert results_store.load(p.id).status == "cancelled"
 
 
 # ------------------------------------------------------------------ SIGHUP (SSH dropped)
@@ -142,5 +142,5 @@ def test_sighup_cancels_saves_and_exits_129(data_dir: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert rc == 129
-    (saved,) = results.history().results
+    (saved,) = results_store.history().results
     assert saved.status == "cancelled" and saved.steps is not None and saved.steps >= 1

@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gputui.bench import events, results, runner
+from gputui.bench import events, results_store, runner
 from gputui.bench.result import Result
 from gputui.bench.runner import BenchRun, RunState, make_spec
 
@@ -284,8 +284,8 @@ def test_real_worker_cpu_tiny_run() -> None:
     assert doc["benchmark"] == "cnn-infer" and doc["model"] == "resnet18"
     assert doc["throughput"]["median"] > 0
     assert doc["throttle_episodes"] == []  # a CPU run never samples NVML
-    path = results.save(run.result)
-    assert results.load(doc["id"]) == results.load_path(path) == run.result
+    path = results_store.save(run.result)
+    assert results_store.load(doc["id"]) == results_store.load_path(path) == run.result
 
 
 @needs_torch
@@ -296,8 +296,8 @@ def test_real_worker_cancel_gives_a_cancelled_result() -> None:
     assert run.wait(WAIT_S)
     doc = run.result
     assert doc is not None and doc.status == "cancelled", doc.error
-    results.save(doc)
-    assert [d.id for d in results.history().results] == [doc.id]
+    results_store.save(doc)
+    assert [d.id for d in results_store.history().results] == [doc.id]
     assert run.pid is not None
     assert_gone(run.pid)
 

@@ -12,7 +12,7 @@ from textual.color import Color
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Digits, Input, Select
 
-from gputui.bench import events, results
+from gputui.bench import events, results_store
 from gputui.bench.fmt import fmt_eta, remaining_s
 from gputui.bench.run_queue import Planned
 from gputui.bench.runner import make_spec
@@ -36,11 +36,11 @@ THEMES = ("gputui-dark", "gputui-light", "gputui-high-contrast")
 
 
 def _save_result(rid: str) -> None:
-    doc = results.empty_result(rid, make_spec("cnn-infer", device="cpu", batch_size=2))
+    doc = results_store.empty_result(rid, make_spec("cnn-infer", device="cpu", batch_size=2))
     doc.update(status="ok", started_at="2026-01-01T00:00:00.000Z", device_name="Fake CPU",
                throughput={"value": 1234.5, "median": 1200.0, "unit": "images/s",
                            "p10": 1100.0, "p90": 1300.0})
-    results.save(doc)
+    results_store.save(doc)
 
 
 def _focusables(screen: BenchScreen) -> list[Widget]:

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from textual.widgets import DataTable, Input, Select
 
-from gputui.bench import results
+from gputui.bench import results_store
 from gputui.bench.runner import make_spec
 from gputui.telemetry.model import Snapshot, SystemInfo
 from gputui.ui.bench_session import bench_session
@@ -112,7 +112,7 @@ async def test_cancel_keeps_the_partial_result_and_shows_host_cpu(data_dir: Path
         await wait_until(pilot, lambda: session.last is not None, "the cancelled result")
         assert session.last is not None and session.last.result is not None
         assert session.last.result.status == "cancelled"
-        saved = results.load(session.last.id)
+        saved = results_store.load(session.last.id)
         assert saved.status == "cancelled" and saved.steps is not None and saved.steps >= 3
         await wait_until(pilot, lambda: table_rows(screen), "the result row")
         assert table_rows(screen)[0][7] == "cancelled"
@@ -198,12 +198,12 @@ async def test_compare_shows_two_results_side_by_side(data_dir: Path) -> None:
     base = make_spec("cnn-infer", device="cpu", batch_size=2)
     docs = []
     for i, tp in enumerate((100.0, 150.0)):
-        doc = results.empty_result(f"20260101-00000{i}-000-abcde{i}", base)
+        doc = results_store.empty_result(f"20260101-00000{i}-000-abcde{i}", base)
         doc.update(status="ok", started_at=f"2026-01-01T00:00:0{i}.000Z",
                    throughput={"median": tp, "mean": tp, "unit": "images/s", "p10": tp,
                                "p90": tp},
                    settings={"batch_size": 2 + 2 * i}, device_name="Fake CPU")
-        results.save(doc)
+        results_store.save(doc)
         docs.append(doc)
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -314,7 +314,7 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         assert words.startswith("throughput fell 18 % during HW thermal slowdown")
         assert words.endswith("on GPU 0")
         assert f"⚠ {words}" in screen_text(app)
-        saved = results.load(live.id)
+        saved = results_store.load(live.id)
         assert saved.extra["throttle_attribution"][0]["text"] == words
         assert saved.throttle_episodes and saved.throttle_episodes[0]["gpu"] == 0
 
@@ -338,7 +338,7 @@ async def test_quitting_kills_a_running_worker_that_ignores_sigterm() -> None:
     assert gone(pid), "the worker outlived the app"
     finished = session.runs.last  # shutdown waited for the save
     assert finished is not None and finished.path is not None
-    saved = results.load(finished.planned.id)  # the partial result is kept, as in the CLI
+    saved = results_store.load(finished.planned.id)  # the partial result is kept, as in the CLI
     assert saved.status == "cancelled"
 
 
@@ -427,7 +427,7 @@ async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None
     from tests.ui.test_snapshots import check_snapshot
 
     spec = make_spec("cnn-train", device="cuda:0", batch_size=64, channels_last=True)
-    doc = results.empty_result("20260314-092653-000-abcde", spec)
+    doc = results_store.empty_result("20260314-092653-000-abcde", spec)
     doc.update(status="ok", started_at="2026-03-14T09:26:53.000Z", device="cuda:0",
                device_name="NVIDIA A100-SXM4-80GB", peak_memory_bytes=12 * 2**30,
                throughput={"median": 2410.0, "mean": 2400.0, "unit": "images/s",
@@ -436,7 +436,7 @@ async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None
                energy_j_per_sample=0.121, avg_power_w=292.0,
                phases_ms={"data": 0.4, "h2d": 1.9, "forward": 8.1, "backward": 14.6,
                           "optimizer": 1.6})
-    results.save(doc)
+    results_store.save(doc)
     app, sampler = make_app()
     async with app.run_test(size=SIZE) as pilot:
         sampler.ingest(snap(0, [gpu(0)]))

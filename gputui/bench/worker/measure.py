@@ -155,7 +155,7 @@ def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
 
 def energy_meter(ctx: Ctx) -> Any:
     """Energy and the GPU's clocks/power over the timed loop (gpu_window.RunMeter)."""
-    from gputui.bench.gpu_window import RunMeter, WindowSampler
+    from gputui.bench.clock_window import RunMeter, WindowSampler
     from gputui.bench.worker.energy import EnergyMeter
 
     link = ctx.link if ctx.link is not None and ctx.link.available else None

@@ -244,7 +244,7 @@ class LiveRunView(VerticalScroll):
         power_text = "" if power is None else f"  avg power {power:.0f} W"
         lines.append(f"peak memory {mem}  energy/sample {energy_text}{power_text}")
         if result is not None:
-            from gputui.bench.gpu_window import window_text
+            from gputui.bench.clock_window import window_text
             from gputui.bench.references import for_result
 
             data = result.settings.get("data")
@@ -253,7 +253,7 @@ class LiveRunView(VerticalScroll):
                                                if data == "device" else
                                                "pinned host buffers, copied each step"))
             from gputui.bench.fmt import fmt_trials, throttled_mark
-            from gputui.bench.window import window_words
+            from gputui.bench.throttle_window import window_words
 
             trials = fmt_trials(result.throughput)
             if trials:
@@ -269,7 +269,7 @@ class LiveRunView(VerticalScroll):
                       else None)
             if during:
                 lines.append(f"GPU during run: {during}")
-            from gputui.bench.topology import topology_words
+            from gputui.bench.ddp_topology import topology_words
 
             topo = topology_words(result.config)
             if topo:

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 from gputui.bench.result import Result
 from gputui.bench.runner import BenchRun, make_spec
-from gputui.bench.window import (
+from gputui.bench.throttle_window import (
     Reading,
     TimedSpans,
     WindowRecorder,
@@ -200,8 +200,8 @@ def _throttled_doc(fraction: float, value: float = 100.0) -> dict:
 
 def test_throttled_run_is_flagged_in_history_show_compare_export() -> None:
     hot, cool = _throttled_doc(0.5, 90.0), _throttled_doc(0.0, 100.0)
-    results.save(cool)
-    results.save(hot)
+    results_store.save(cool)
+    results_store.save(hot)
     wide = {"COLUMNS": "250"}
     proc = gputui("bench", "history", env=wide)
     assert proc.returncode == 0, proc.stderr
