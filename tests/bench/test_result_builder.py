@@ -1,4 +1,4 @@
-"""One field list: the ResultBuilder is made from Result's fields, and a result goes
+"""One field list: the ResultBuilder has exactly Result's fields, and a result goes
 through the builder and back unchanged (the runner's verdict starts from the worker's)."""
 
 from __future__ import annotations
