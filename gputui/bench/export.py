@@ -7,8 +7,9 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from gputui.bench.fmt import fmt_bytes, fmt_headline, fmt_num
+from gputui.bench.fmt import fmt_bytes, fmt_num
 from gputui.bench.result import Result
+from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
 
 # Stable: scripts index these by name; append new columns at the end only.

@@ -12,15 +12,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gputui.bench.fmt import (
-    fmt_bytes,
-    fmt_headline,
-    fmt_num,
-    fmt_ratio,
-    plain,
-    throttled_mark,
-    when,
-)
+from gputui.bench.fmt import fmt_bytes, fmt_num, fmt_ratio, plain, when
+from gputui.bench.result_text import fmt_headline, throttled_mark
 from gputui.commands.bench_view import print_summary, status_markup
 from gputui.commands.table_fit import print_fitted
 from gputui.safe_text import no_markup, printable

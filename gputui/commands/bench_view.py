@@ -15,10 +15,10 @@ from gputui.bench.fmt import (
     fmt_spread,
     fmt_throughput,
     fmt_trials,
-    throttled_mark,
     when,
 )
 from gputui.bench.result import Result
+from gputui.bench.result_text import throttled_mark
 from gputui.safe_text import no_markup, printable
 
 if TYPE_CHECKING:

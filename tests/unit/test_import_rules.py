@@ -82,6 +82,49 @@ def test_parent_side_never_imports_the_worker_package() -> None:
     assert offenders == []
 
 
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle in `graph` (module → modules it imports), or [] when there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> list[str]:
+        state[name] = 1
+        path.append(name)
+        for dep in sorted(graph[name]):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep):], dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[name] = 2
+        return []
+
+    for name in sorted(graph):
+        if name not in state and (found := visit(name)):
+            return found
+    return []
+
+
+def test_no_import_cycle_in_bench() -> None:
+    """Every import counts, also one inside a function or under TYPE_CHECKING: a cycle
+    hidden that way is still two modules that cannot be understood one without the other."""
+    paths = {_module_name(p): p for p in sorted((PKG / "bench").rglob("*.py"))}
+    graph = {name: {m for m in _imported_modules(path) if m in paths and m != name}
+             for name, path in paths.items()}
+    assert _cycle(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
 def test_textual_only_in_ui() -> None:
     offenders = [p.relative_to(PKG).as_posix() for p in _sources()
                  if "textual" in _imports(p) and p.relative_to(PKG).parts[0] != "ui"]

@@ -26,12 +26,12 @@ from gputui.bench.fmt import (
     fmt_big,
     fmt_bytes,
     fmt_eta,
-    fmt_headline,
     fmt_ms,
     fmt_num,
     fmt_percentiles,
     remaining_s,
 )
+from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.throttle import ThrottleEpisode
@@ -252,7 +252,8 @@ class LiveRunView(VerticalScroll):
                 lines.append("input data: " + ("synthetic, made on the device"
                                                if data == "device" else
                                                "pinned host buffers, copied each step"))
-            from gputui.bench.fmt import fmt_trials, throttled_mark
+            from gputui.bench.fmt import fmt_trials
+            from gputui.bench.result_text import throttled_mark
             from gputui.bench.throttle_window import window_words
 
             trials = fmt_trials(result.throughput)

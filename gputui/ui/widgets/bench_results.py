@@ -13,8 +13,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 from gputui.bench import results_store
-from gputui.bench.fmt import fmt_headline, when
+from gputui.bench.fmt import when
 from gputui.bench.result import Result
+from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
 
 TITLE = "Results (space: mark two · c: compare)"
