@@ -86,6 +86,8 @@ class Started:
     kind: ClassVar[str] = "started"
     pid: int
     benchmark: str
+    # The resolved request as the worker runs it (RunRequest.to_dict): shown and recorded
+    # as sent, so it stays the protocol's JSON object.
     spec: Mapping[str, Any]
     env: Mapping[str, Any]
     t: float = 0.0

@@ -1,7 +1,7 @@
 """The benchmark result: one frozen `Result`, one `ResultBuilder` that fills it.
 
 The worker builds its result with a `ResultBuilder`; the runner starts from the worker's
-result (or from the spec when the worker sent none) with the same builder and gives the
+result (or from the run request when the worker sent none) with the same builder and gives the
 final verdict. JSON goes in and out of the same classes (`Result.to_dict` /
 `Result.from_dict`); the field names are the public contract documented in the README.
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from gputui.bench.events import Point
+from gputui.bench.request import RunRequest
 from gputui.bench.stats import Spread, Throughput, TrialSpread
 from gputui.bench.throttle_window import WindowStats
 
@@ -307,11 +308,11 @@ class ResultBuilder:
     config: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def for_spec(cls, result_id: str, spec: Mapping[str, Any]) -> ResultBuilder:
-        """Identity from the spec; nothing measured yet."""
-        return cls(id=result_id, benchmark=str(spec.get("benchmark")),
-                   model=spec.get("model"), device=spec.get("device"),
-                   precision=spec.get("precision"), batch_size=spec.get("batch_size"))
+    def for_request(cls, result_id: str, request: RunRequest) -> ResultBuilder:
+        """Identity from the request; nothing measured yet."""
+        return cls(id=result_id, benchmark=request.benchmark, model=request.model,
+                   device=request.device, precision=request.precision,
+                   batch_size=request.batch_size)
 
     @classmethod
     def from_result(cls, result: Result) -> ResultBuilder:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.bench import events, results_store
+from gputui.bench.request import RunRequest
 from gputui.bench.result import Result
 from gputui.bench.runner import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, BenchRun
 from gputui.errors import GputuiError
@@ -28,9 +29,9 @@ from gputui.errors import GputuiError
 
 @dataclass(frozen=True)
 class Planned:
-    """A validated spec waiting to run (or running), with where its result goes."""
+    """A validated run request waiting to run (or running), with where its result goes."""
 
-    spec: Mapping[str, Any]
+    request: RunRequest
     label: str
     id: str = field(default_factory=results_store.new_id)
     timeout_s: float | None = DEFAULT_TIMEOUT_S
@@ -203,7 +204,7 @@ class RunQueue:
             planned = self._pending.pop(0)
             self._idle.clear()
             run = BenchRun(
-                planned.spec, result_id=planned.id, timeout_s=planned.timeout_s,
+                planned.request, result_id=planned.id, timeout_s=planned.timeout_s,
                 grace_s=self.grace_s,
                 on_event=lambda ev, p=planned: self._event(p, ev),
                 on_done=lambda res, p=planned: self._done(p, res),

@@ -39,9 +39,9 @@ def gputui(*argv: str, env: dict[str, str] | None = None,
     cmd = [sys.executable, "-m", "gputui", *argv]
     if hook is not None:
         # Test hooks are not a CLI flag: inject one into the spec the CLI builds.
-        code = ("import sys, gputui.bench.runner as r; from gputui.cli import main; "
-                "orig = r.make_spec; "
-                f"r.make_spec = lambda *a, **k: orig(*a, **{{**k, 'test_hook': {hook!r}}}); "
+        code = ("import sys, gputui.bench.request as r; from gputui.cli import main; "
+                "orig = r.make_request; "
+                f"r.make_request = lambda *a, **k: orig(*a, **{{**k, 'test_hook': {hook!r}}}); "
                 "sys.exit(main(sys.argv[1:]))")
         cmd = [sys.executable, "-c", code, *argv]
     return subprocess.run(

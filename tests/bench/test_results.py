@@ -14,6 +14,7 @@ import pytest
 from gputui.bench import results_store
 from gputui.bench.compare import compare
 from gputui.bench.export import CSV_COLUMNS, export_csv, export_markdown
+from gputui.bench.request import RunRequest
 from gputui.bench.result import Result
 from gputui.bench.stats import Throughput
 from gputui.errors import GputuiError, UsageError
@@ -27,10 +28,8 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def make_doc(result_id: str | None = None, *, throughput: float = 100.0, batch: int = 8,
              started: str = "2025-01-01T00:00:00.000Z", **kw: Any) -> dict[str, Any]:
-    doc = results_store.empty_result(result_id or results_store.new_id(), {
-        "benchmark": "cnn-train", "model": "resnet18", "device": "cpu", "precision": "fp32",
-        "batch_size": batch,
-    })
+    doc = results_store.empty_result(result_id or results_store.new_id(), RunRequest(
+        "cnn-train", model="resnet18", device="cpu", precision="fp32", batch_size=batch))
     doc.update({
         "status": "ok", "device_name": "Test CPU", "started_at": started,
         "throughput": {"median": throughput, "mean": throughput, "unit": "images/s",

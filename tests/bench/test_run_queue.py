@@ -11,13 +11,14 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gputui.bench import results_store
+from gputui.bench.request import make_request
 from gputui.bench.run_queue import Finished, Planned, RunQueue
-from gputui.bench.runner import make_spec
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ def fake_queue(mode: str, finished: list[Finished], **kw: object) -> RunQueue:
 
 
 def planned(**kw: object) -> Planned:
-    return Planned(make_spec("cnn-infer", device="cpu"), "cnn-infer", **kw)  # type: ignore[arg-type]
+    return Planned(make_request("cnn-infer", device="cpu"), "cnn-infer", **kw)  # type: ignore[arg-type]
 
 
 def test_runs_one_after_another_and_each_is_saved(data_dir: Path) -> None:
@@ -71,7 +72,7 @@ def test_invalid_settings_are_not_saved(data_dir: Path) -> None:
     # The real worker rejects fp16 on the CPU before anything runs (no torch needed:
     # the spec check happens before the device is touched only when torch is absent,
     # so this uses a device the catalog accepts and the worker refuses).
-    bad = Planned({**make_spec("cnn-infer", device="cpu"), "precision": "fp16"}, "bad")
+    bad = Planned(replace(make_request("cnn-infer", device="cpu"), precision="fp16"), "bad")
     queue.submit(bad)
     assert queue.wait(WAIT_S)
     (f,) = finished
@@ -113,8 +114,8 @@ def test_cancel_saves_the_partial_result(data_dir: Path) -> None:
 
 CLI_WITH_FAKE_WORKER = (
     "import json, sys; import gputui.bench.runner as r; from gputui.cli import main; "
-    "r.worker_command = lambda spec: [sys.executable, {fake!r}, '--spec-json', "
-    "json.dumps(dict(spec))]; sys.exit(main(sys.argv[1:]))"
+    "r.worker_command = lambda spec_json: [sys.executable, {fake!r}, '--spec-json', "
+    "spec_json]; sys.exit(main(sys.argv[1:]))"
 )
 
 

@@ -90,14 +90,14 @@ def hook_step(steps: int | None) -> int:
 def measure(ctx: Ctx, step: Callable[[int], None], samples_per_step: int, unit: str,
             *, steps: int | None = None, duration_s: float | None = None,
             use_spec_bounds: bool = True) -> LoopStats:
-    """The timed loop, bounded by the spec's --steps/--duration unless told otherwise;
-    with the spec's bounds it runs --repeat times (timing.repeat_trials)."""
+    """The timed loop, bounded by the request's --steps/--duration unless told otherwise;
+    with the request's bounds it runs --repeat times (timing.repeat_trials)."""
     from gputui.bench.worker.timing import repeat_trials, timed_loop
 
     repeat = 1
     if use_spec_bounds:
-        steps, duration_s = ctx.spec.get("steps"), ctx.spec.get("duration_s")
-        repeat = int(ctx.spec.get("repeat") or 1)
+        steps, duration_s = ctx.request.steps, ctx.request.duration_s
+        repeat = int(ctx.request.repeat or 1)
     return repeat_trials(lambda: timed_loop(
         hooked(ctx, step, hook_step(steps)), device=ctx.device,
         samples_per_step=samples_per_step, steps=steps, duration_s=duration_s, unit=unit,
@@ -143,14 +143,14 @@ def measure_phases(ctx: Ctx, step: Any, n: int) -> dict[str, float]:
 
 
 def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
-    if not ctx.spec["profile"] or ctx.cancel.is_set():
+    if not ctx.request.profile or ctx.cancel.is_set():
         return
     from gputui.bench.worker.profiling import profile_steps
 
     n = 5 if ctx.device.type == "cuda" else 2
     ctx.result.extra["profile"] = profile_steps(
-        step, ctx.device, steps=n, out_dir=ctx.spec.get("profile_dir"),
-        name=f"{ctx.spec['benchmark']}-{ctx.spec['model']}")
+        step, ctx.device, steps=n, out_dir=ctx.request.profile_dir,
+        name=f"{ctx.request.benchmark}-{ctx.request.model}")
 
 
 def energy_meter(ctx: Ctx) -> Any:
@@ -177,14 +177,14 @@ def start_timed(ctx: Ctx, step_cls: Any) -> tuple[Any, Any, Any]:
     windows: everything before the timed loop that training and inference share."""
     from gputui.bench.worker.workloads import make_workload
 
-    spec, dev = ctx.spec, ctx.device
-    wl = make_workload(spec, dev, spec["batch_size"])
-    ctx.current_batch = spec["batch_size"]
+    req, dev = ctx.request, ctx.device
+    wl = make_workload(req, dev, req.batch_size)
+    ctx.current_batch = req.batch_size
     ctx.result.settings["shapes"] = wl.shapes
     ctx.checkpoint()
-    step = step_cls(wl, dev, spec["precision"], spec["compile"])
+    step = step_cls(wl, dev, req.precision, req.compile)
     ctx.result.settings.update({**wl.settings, **step.settings})  # data placement, optimizer
-    do_warmup(ctx, step, spec["warmup"])
+    do_warmup(ctx, step, req.warmup)
     reset_peak(dev)
     meter = energy_meter(ctx)
     meter.start()

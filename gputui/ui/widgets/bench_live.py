@@ -147,7 +147,7 @@ class LiveRunView(VerticalScroll):
         self._callout(live, episodes, now)
         self.query_one("#live-stats", Static).update(self._stats(live))
         phases = self.query_one(PhaseBar)
-        phases.display = catalog.get(str(live.spec.get("benchmark"))).kind == "train"
+        phases.display = catalog.get(live.request.benchmark).kind == "train"
         phases.set_phases(live.phases_ms or (live.result.phases_ms if live.result else None),
                           empty_text=("phase split: " + NO_WINDOWS) if failed
                           else "phase split: none measured" if live.done
@@ -210,7 +210,7 @@ class LiveRunView(VerticalScroll):
 
     def _stats(self, live: LiveRun) -> Text:
         result = live.result
-        bench = catalog.get(str(live.spec.get("benchmark")))
+        bench = catalog.get(live.request.benchmark)
         lines: list[str] = []
         tp = result.throughput if result is not None else None
         if tp is not None and tp.value is not None:
