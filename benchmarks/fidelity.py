@@ -33,7 +33,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, replace
 
-from gputui.bench.runner import BenchRun, make_spec
+from gputui.bench.request import make_request
+from gputui.bench.runner import BenchRun
 
 TARGET = 0.97
 
@@ -66,13 +67,13 @@ CASES = (
 
 def gputui_throughput(case: Case, threads: int) -> tuple[float, str]:
     """gputui's headline (throughput.value: samples ÷ timed-loop seconds) for one run."""
-    spec = make_spec(
+    request = make_request(
         case.benchmark, model=case.model, device="cpu", precision="fp32",
         batch_size=case.batch, steps=case.steps, warmup=case.warmup,
         image_size=case.image_size, seq_len=case.seq_len, threads=threads,
         mode="throughput" if case.benchmark.endswith("infer") else None,
     )
-    result = BenchRun(spec, telemetry=False).run()
+    result = BenchRun(request, telemetry=False).run()
     if result.status != "ok" or result.throughput is None or result.headline is None:
         raise SystemExit(f"gputui run failed: {result.error}")
     # The counts the headline rests on, checked against what was asked for.

@@ -132,7 +132,7 @@ def config_words(config: Mapping[str, Any]) -> list[tuple[str, str]]:
                                     f", reserved {fmt_bytes(tc['max_memory_reserved_bytes'])}"))
     if tc.get("nccl_version") is not None:
         out.append(("NCCL", str(tc["nccl_version"])))
-    from gputui.bench.topology import topology_words
+    from gputui.bench.ddp_topology import topology_words
 
     topo = topology_words(config)
     if topo is not None:

@@ -36,6 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from gputui.bench.fmt import fmt_num
+from gputui.safe_text import printable
+
 VERSION = 1
 
 ERROR_KINDS: tuple[str, ...] = ("oom", "cuda", "invalid", "crash")
@@ -83,6 +86,8 @@ class Started:
     kind: ClassVar[str] = "started"
     pid: int
     benchmark: str
+    # The resolved request as the worker runs it (RunRequest.to_dict): shown and recorded
+    # as sent, so it stays the protocol's JSON object.
     spec: Mapping[str, Any]
     env: Mapping[str, Any]
     t: float = 0.0
@@ -151,8 +156,6 @@ class Point:
     @property
     def label_text(self) -> str:
         """"batch 8" once, even though sweep labels already say "batch 8"."""
-        from gputui.safe_text import printable
-
         label = self.label
         if self.batch_size and f"batch {self.batch_size}" not in label:
             label = f"{label} batch {self.batch_size}".strip()
@@ -160,9 +163,6 @@ class Point:
 
     @property
     def value_text(self) -> str:
-        from gputui.bench.fmt import fmt_num
-        from gputui.safe_text import printable
-
         if self.ok:
             return printable(f"{fmt_num(self.throughput)} {self.unit}".rstrip())
         return printable(self.error or "failed")

@@ -7,8 +7,9 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from gputui.bench.fmt import fmt_bytes, fmt_headline, fmt_num
+from gputui.bench.fmt import fmt_bytes, fmt_num
 from gputui.bench.result import Result
+from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
 
 # Stable: scripts index these by name; append new columns at the end only.
@@ -54,7 +55,7 @@ def flat_row(r: Result) -> dict[str, Any]:
         "throughput_value": tp.value if tp else None,
         "throughput_definition": tp.definition if tp else None,
         "throughput_windows": tp.windows if tp else None,
-        # > 5 % of the timed window throttled (bench.window); null: no window sampled.
+        # > 5 % of the timed window throttled (bench.throttle_window); null: no window sampled.
         "throttled": r.throttled if r.window is not None else None,
         "throttled_fraction": r.window.throttled_fraction if r.window else None,
         "trials": len(r.trials) if r.trials else None,

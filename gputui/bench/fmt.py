@@ -2,6 +2,8 @@
 
 Torch-free and Rich-free: plain strings. Bytes use telemetry's one formatter ("80.0GiB");
 strings from a result file go through `gputui.safe_text` before anyone shows them.
+Numbers only: how a whole Result reads (headline, throttled mark) is `bench.result_text`,
+so that events, results and this module import one another in one direction only.
 """
 
 from __future__ import annotations
@@ -9,15 +11,12 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gputui.bench.stats import Spread, Throughput, percentile_note
 from gputui.safe_text import printable
 from gputui.telemetry.units import fmt_bytes as _units_fmt_bytes
 from gputui.telemetry.units import fmt_duration as _units_fmt_duration
-
-if TYPE_CHECKING:
-    from gputui.bench.result import Result
 
 NA = "N/A"
 
@@ -91,21 +90,6 @@ def fmt_throughput(tp: Throughput | None) -> str:
     if tp is None or tp.value is None:
         return NA
     return f"{fmt_num(tp.value)} {printable(tp.unit)}".strip()
-
-
-def throttled_mark(r: Result) -> str:
-    """"⚠ throttled 12 %" for a run throttled > 5 % of its timed window, else ""."""
-    if not r.throttled or r.window is None or r.window.throttled_fraction is None:
-        return ""
-    from gputui.bench.window import THROTTLED_MARK
-
-    return f"{THROTTLED_MARK} {r.window.throttled_fraction * 100:.0f} %"
-
-
-def fmt_headline(r: Result) -> str:
-    """The headline with its unit, flagged when the run throttled (history, export...)."""
-    mark = throttled_mark(r)
-    return f"{fmt_throughput(r.throughput)} {mark}" if mark else fmt_throughput(r.throughput)
 
 
 def fmt_spread(tp: Throughput | None) -> str:

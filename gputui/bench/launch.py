@@ -66,7 +66,7 @@ def _int_env(env: Mapping[str, str], key: str) -> int | None:
     return int(v) if v is not None and v.strip().isdigit() else None
 
 
-def from_launcher(env: Mapping[str, str], spec: Mapping[str, Any]) -> Plan | None:
+def from_launcher(env: Mapping[str, str], rdzv_endpoint: str | None = None) -> Plan | None:
     """The plan when torchrun or srun started this worker as one rank; else None."""
     rank, world = _int_env(env, "RANK"), _int_env(env, "WORLD_SIZE")
     launcher = "torchrun"
@@ -79,8 +79,8 @@ def from_launcher(env: Mapping[str, str], spec: Mapping[str, Any]) -> Plan | Non
         return None
     if env.get("MASTER_ADDR") and _int_env(env, "MASTER_PORT"):
         host, port = env["MASTER_ADDR"], int(env["MASTER_PORT"])
-    elif spec.get("rdzv_endpoint"):
-        host, port = parse_endpoint(str(spec["rdzv_endpoint"]))
+    elif rdzv_endpoint:
+        host, port = parse_endpoint(str(rdzv_endpoint))
     else:
         raise UsageError(f"started by {launcher} but no rendezvous: set MASTER_ADDR and "
                          "MASTER_PORT or pass --rdzv-endpoint HOST:PORT")
@@ -90,17 +90,17 @@ def from_launcher(env: Mapping[str, str], spec: Mapping[str, Any]) -> Plan | Non
                 launcher=launcher, rank=rank, local_rank=local or 0)
 
 
-def plan(spec: Mapping[str, Any], env: Mapping[str, str]) -> Plan | None:
-    """How this worker's ranks are laid out; None for a single-process run."""
-    found = from_launcher(env, spec)
+def plan(env: Mapping[str, str], *, nproc: int = 1, nnodes: int = 1, node_rank: int = 0,
+         rdzv_endpoint: str | None = None) -> Plan | None:
+    """How this worker's ranks are laid out (the run request's --nproc, --nnodes,
+    --node-rank, --rdzv-endpoint); None for a single-process run."""
+    found = from_launcher(env, rdzv_endpoint)
     if found is not None:
         return found
-    nproc, nnodes = int(spec.get("nproc") or 1), int(spec.get("nnodes") or 1)
     if nproc * nnodes < 2:
         return None
-    node_rank = int(spec.get("node_rank") or 0)
-    if spec.get("rdzv_endpoint"):
-        host, port = parse_endpoint(str(spec["rdzv_endpoint"]))
+    if rdzv_endpoint:
+        host, port = parse_endpoint(str(rdzv_endpoint))
         return Plan(nproc * nnodes, nproc, node_rank, nnodes, host, port)
     if nnodes > 1:
         return Plan(nproc * nnodes, nproc, node_rank, nnodes, DEFAULT_HOST, DEFAULT_PORT)

@@ -1,7 +1,7 @@
 """The benchmark result: one frozen `Result`, one `ResultBuilder` that fills it.
 
 The worker builds its result with a `ResultBuilder`; the runner starts from the worker's
-result (or from the spec when the worker sent none) with the same builder and gives the
+result (or from the run request when the worker sent none) with the same builder and gives the
 final verdict. JSON goes in and out of the same classes (`Result.to_dict` /
 `Result.from_dict`); the field names are the public contract documented in the README.
 
@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from gputui.bench.events import Point
+from gputui.bench.request import RunRequest
 from gputui.bench.stats import Spread, Throughput, TrialSpread
-from gputui.bench.window import WindowStats
+from gputui.bench.throttle_window import WindowStats
 
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "cancelled", "failed")
@@ -92,7 +93,7 @@ class Result:
     points: tuple[Point, ...] = ()
     error: ErrorInfo | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    # The GPU's state over the timed loops, sampled by the runner (bench.window).
+    # The GPU's state over the timed loops, sampled by the runner (bench.throttle_window).
     window: WindowStats | None = None
     # Settings that change the number, read once per run (bench.config): "gpu", "torch".
     config: Mapping[str, Any] = field(default_factory=dict)
@@ -268,26 +269,54 @@ def _list(v: Any, name: str) -> list[Any]:
     return list(v)
 
 
-class _BuilderMethods:
-    """What a ResultBuilder does besides holding Result's fields (see below)."""
+@dataclass
+class ResultBuilder:
+    """The mutable side of a Result: the worker's kinds and the runner's verdict fill it.
 
-    points: list[Point]
-    steps: int | None
-    samples: int | None
-    status: str
-    error: ErrorInfo | None
+    Its fields are Result's, in Result's order, with lists where Result keeps tuples
+    (tests/bench/test_result_builder.py checks the two lists stay the same); `build`
+    freezes them into a Result. A worker's result is ok until it fails.
+    """
+
+    id: str
+    benchmark: str
+    model: str | None = None
+    device: str | None = None
+    device_name: str | None = None
+    precision: str | None = None
+    batch_size: int | None = None
+    status: str = "ok"
+    throughput: Throughput | None = None
+    latency_ms: Spread | None = None
+    phases_ms: Mapping[str, float] | None = None
+    step_time_ms: Spread | None = None
+    peak_memory_bytes: int | None = None
+    energy_j_per_sample: float | None = None
+    avg_power_w: float | None = None
+    throttle_episodes: list[Mapping[str, Any]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    steps: int | None = None
+    samples: int | None = None
+    points: list[Point] = field(default_factory=list)
+    error: ErrorInfo | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    window: WindowStats | None = None
+    config: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def for_spec(cls, result_id: str, spec: Mapping[str, Any]) -> ResultBuilder:
-        """Identity from the spec; nothing measured yet."""
-        return ResultBuilder(id=result_id, benchmark=str(spec.get("benchmark")),
-                             model=spec.get("model"), device=spec.get("device"),
-                             precision=spec.get("precision"),
-                             batch_size=spec.get("batch_size"))
+    def for_request(cls, result_id: str, request: RunRequest) -> ResultBuilder:
+        """Identity from the request; nothing measured yet."""
+        return cls(id=result_id, benchmark=request.benchmark, model=request.model,
+                   device=request.device, precision=request.precision,
+                   batch_size=request.batch_size)
 
     @classmethod
     def from_result(cls, result: Result) -> ResultBuilder:
-        return ResultBuilder(**{name: _thaw(getattr(result, name)) for name in _BUILT})
+        return cls(**{name: _thaw(getattr(result, name)) for name in _BUILT})
 
     def add_point(self, point: Point) -> None:
         self.points.append(point)
@@ -305,6 +334,10 @@ class _BuilderMethods:
         return Result(**{name: _freeze(getattr(self, name)) for name in _BUILT})
 
 
+# The fields a builder carries over to its Result (all of Result's but the schema version).
+_BUILT: tuple[str, ...] = tuple(f.name for f in fields(Result) if f.name != "schema")
+
+
 def _thaw(v: Any) -> Any:
     """A Result's value as the builder holds it: tuples become lists, mappings dicts."""
     if isinstance(v, tuple):
@@ -316,31 +349,6 @@ def _thaw(v: Any) -> Any:
 
 def _freeze(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
-
-
-def _builder_field(f: Any) -> tuple[str, Any, Any]:
-    if f.name == "status":
-        return f.name, f.type, field(default="ok")  # a worker's result is ok until it fails
-    if isinstance(f.default, tuple):
-        return f.name, f.type, field(default_factory=list)
-    if f.default_factory is not MISSING:
-        return f.name, f.type, field(default_factory=f.default_factory)
-    if f.default is not MISSING:
-        return f.name, f.type, field(default=f.default)
-    return f.name, f.type, field()
-
-
-# Result's fields, once: the builder is made from them (lists where Result keeps tuples),
-# so a field added to Result is a field of the builder, and `build` carries it over.
-_BUILT: tuple[str, ...] = tuple(f.name for f in fields(Result) if f.name != "schema")
-ResultBuilder = make_dataclass(
-    "ResultBuilder",
-    [_builder_field(f) for f in fields(Result) if f.name in _BUILT],
-    bases=(_BuilderMethods,),
-    namespace={"__module__": __name__,
-               "__doc__": "The mutable side of a Result: the worker's kinds and the runner's "
-                          "verdict fill it. Its fields are Result's (lists for tuples)."},
-)
 
 
 def with_episodes(result: Result, episodes: list[Mapping[str, Any]]) -> Result:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gputui.bench import events, results
+from gputui.bench import events, results_store
+from gputui.bench.request import RunRequest
 from gputui.bench.result import Result
 from gputui.bench.runner import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, BenchRun
 from gputui.errors import GputuiError
@@ -28,11 +29,11 @@ from gputui.errors import GputuiError
 
 @dataclass(frozen=True)
 class Planned:
-    """A validated spec waiting to run (or running), with where its result goes."""
+    """A validated run request waiting to run (or running), with where its result goes."""
 
-    spec: Mapping[str, Any]
+    request: RunRequest
     label: str
-    id: str = field(default_factory=results.new_id)
+    id: str = field(default_factory=results_store.new_id)
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     output: Path | None = None  # a copy of the result, written atomically too
 
@@ -68,13 +69,13 @@ def save(planned: Planned, result: Result) -> Finished:
     if not should_save(result):
         return Finished(planned, result, None)
     try:
-        path = results.save(result)
+        path = results_store.save(result)
     except (OSError, GputuiError) as exc:
         return Finished(planned, result, None, f"cannot save result {result.id}: "
                                                f"{getattr(exc, 'strerror', None) or exc}")
     if planned.output is not None:
         try:
-            results.write_atomic(planned.output, results.dumps(result))
+            results_store.write_atomic(planned.output, results_store.dumps(result))
         except OSError as exc:
             return Finished(planned, result, path, f"result {result.id} saved, but cannot "
                                                    f"write {planned.output}: "
@@ -203,7 +204,7 @@ class RunQueue:
             planned = self._pending.pop(0)
             self._idle.clear()
             run = BenchRun(
-                planned.spec, result_id=planned.id, timeout_s=planned.timeout_s,
+                planned.request, result_id=planned.id, timeout_s=planned.timeout_s,
                 grace_s=self.grace_s,
                 on_event=lambda ev, p=planned: self._event(p, ev),
                 on_done=lambda res, p=planned: self._done(p, res),

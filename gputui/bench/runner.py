@@ -6,13 +6,15 @@ imports torch.
 
 Two ways to drive a run:
 
-* callbacks: ``BenchRun(spec, on_event=cb, on_done=done).start()``; both callbacks run
+* callbacks: ``BenchRun(request, on_event=cb, on_done=done).start()``; both callbacks run
   on the runner's reader thread (the run queue in `gputui.bench.run_queue` uses them;
   the TUI turns them into posted messages). ``cancel()`` is safe from any thread.
 * an iterator: ``for event in run.events(): ...``; when it ends, ``run.result`` holds
   the final Result (`gputui.bench.verdict` decides it).
 
-Events are typed (`gputui.bench.events`), decoded once as they arrive.
+The run request (`gputui.bench.request.RunRequest`) crosses to the worker once, as the
+JSON of its `--spec-json`. Events are typed (`gputui.bench.events`), decoded once as they
+arrive.
 
 Guarantees: the worker gets its own session/process group (a terminal Ctrl-C reaches
 only the parent, which decides); cancel = SIGTERM to the group, SIGKILL after a grace
@@ -26,7 +28,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import json
 import os
 import queue
 import signal
@@ -40,21 +41,21 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from gputui.bench import events, results
-from gputui.bench.catalog import SPEC_DEFAULTS, validate_spec
+from gputui.bench import events, results_store
 from gputui.bench.config import GPU_KEYS, empty, read_gpu_config
+from gputui.bench.ddp_topology import read_topology
+from gputui.bench.request import RunRequest
 from gputui.bench.result import Result, with_episodes
 from gputui.bench.throttle_watch import ThrottleWatch, worker_nvml_index
-from gputui.bench.topology import read_topology
+from gputui.bench.throttle_window import WINDOW_INTERVAL_S, TimedSpans, WindowRecorder, window_stats
 from gputui.bench.verdict import RunFacts, decide
-from gputui.bench.window import WINDOW_INTERVAL_S, TimedSpans, WindowRecorder, window_stats
 from gputui.telemetry.model import iso_utc
 
 Event = events.Event
 EventCallback = Callable[[Event], None]
 DoneCallback = Callable[[Result], None]
 
-__all__ = ["BenchRun", "RunState", "kill_all", "make_spec", "worker_nvml_index"]
+__all__ = ["BenchRun", "RunState", "kill_all", "worker_nvml_index"]
 
 DEFAULT_GRACE_S = 5.0
 DEFAULT_TIMEOUT_S = 1800.0
@@ -75,20 +76,9 @@ class RunState(StrEnum):
         return self in (RunState.OK, RunState.CANCELLED, RunState.FAILED)
 
 
-def make_spec(benchmark: str, **settings: Any) -> dict[str, Any]:
-    """A validated worker spec with every contract key; None means "the default".
-
-    Raises UsageError (one line) for anything the catalog rejects, before a worker starts.
-    """
-    unknown = set(settings) - set(SPEC_DEFAULTS) - {"params"}
-    if unknown:
-        raise TypeError(f"unknown spec keys: {', '.join(sorted(unknown))}")
-    given = {k: v for k, v in settings.items() if v is not None}
-    return validate_spec({**given, "benchmark": benchmark})
-
-
-def worker_command(spec: Mapping[str, Any]) -> list[str]:
-    return [sys.executable, "-m", "gputui.bench.worker", "--spec-json", json.dumps(dict(spec))]
+def worker_command(spec_json: str) -> list[str]:
+    """The child's command line; `spec_json` is the request's one serialisation."""
+    return [sys.executable, "-m", "gputui.bench.worker", "--spec-json", spec_json]
 
 
 # --------------------------------------------------------------------------- event parsing
@@ -169,7 +159,7 @@ class BenchRun:
 
     def __init__(
         self,
-        spec: Mapping[str, Any],
+        request: RunRequest,
         *,
         on_event: EventCallback | None = None,
         on_done: DoneCallback | None = None,
@@ -181,8 +171,8 @@ class BenchRun:
         telemetry: bool = True,
         sampler: Any | None = None,
     ) -> None:
-        self.id = result_id or results.new_id()
-        self.spec: dict[str, Any] = dict(spec)
+        self.id = result_id or results_store.new_id()
+        self.request = request
         self.on_event = on_event
         self.on_done = on_done
         self.timeout_s = timeout_s
@@ -246,10 +236,11 @@ class BenchRun:
             if self._state is not RunState.PENDING:
                 raise RuntimeError("a BenchRun can be started once")
             self._state = RunState.RUNNING
+        spec_json = self.request.to_json()
         if self.worker_cmd:
-            cmd = [*self.worker_cmd, "--spec-json", json.dumps(self.spec)]
+            cmd = [*self.worker_cmd, "--spec-json", spec_json]
         else:
-            cmd = worker_command(self.spec)
+            cmd = worker_command(spec_json)
         env = dict(os.environ if self.env is None else self.env)
         # Events must arrive as they happen, not when a 4 KiB pipe buffer fills.
         env["PYTHONUNBUFFERED"] = "1"
@@ -423,7 +414,7 @@ class BenchRun:
         with _live_lock:
             _live.discard(self)
         result = decide(RunFacts(
-            result_id=self.id, spec=self.spec, started_at=self._started_at,
+            result_id=self.id, request=self.request, started_at=self._started_at,
             finished_at=iso_utc(datetime.now(UTC)),
             elapsed_s=time.monotonic() - self._t0 if self._t0 else None,
             started=self.started_event, last_progress=self.last_progress,
@@ -463,13 +454,13 @@ class BenchRun:
         if not self.telemetry:
             return
         env, spec = started.env, started.spec
-        device = str(env.get("device") or spec.get("device") or self.spec.get("device") or "")
+        device = str(env.get("device") or spec.get("device") or self.request.device or "")
         if device in ("auto", "cuda") and ("compute_capability" in env or device == "cuda"):
             device = "cuda:0"  # auto picks the first CUDA GPU; the env says it found one
         if not device.startswith("cuda"):
             return
         # Several ranks use several GPUs: keep every GPU's episodes then.
-        multi = int(spec.get("nproc") or self.spec.get("nproc") or 1) > 1
+        multi = int(spec.get("nproc") or self.request.nproc or 1) > 1
         gpu_index = None if multi else worker_nvml_index(env)
         self._watch = ThrottleWatch.start(gpu_index, self.sampler)
         self._gpu_index = gpu_index

@@ -54,7 +54,7 @@ class ThrottleWatch:
         return self._sampler
 
     def listen(self, fn: Any) -> bool:
-        """Also hand each snapshot to `fn` (bench.window's recorder) until `unlisten`."""
+        """Also hand each snapshot to `fn` (bench.throttle_window's recorder) until `unlisten`."""
         subscribe = getattr(self._sampler, "subscribe", None)
         if subscribe is None:
             return False

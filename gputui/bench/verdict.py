@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass, field
-from typing import Any
 
 from gputui.bench import events, stats
+from gputui.bench.request import RunRequest
 from gputui.bench.result import DamagedResult, ErrorInfo, Result, ResultBuilder
 
 
@@ -20,7 +20,7 @@ class RunFacts:
     """Everything the runner saw of one worker, at the end."""
 
     result_id: str
-    spec: dict[str, Any]
+    request: RunRequest
     started_at: str
     finished_at: str
     elapsed_s: float | None
@@ -65,7 +65,7 @@ def _worker_result(facts: RunFacts) -> Result | None:
 def decide(facts: RunFacts) -> Result:
     worker = _worker_result(facts)
     b = (ResultBuilder.from_result(worker) if worker is not None
-         else ResultBuilder.for_spec(facts.result_id, facts.spec))
+         else ResultBuilder.for_request(facts.result_id, facts.request))
     b.id = facts.result_id
     if facts.started is not None:
         env = dict(facts.started.env)
@@ -80,7 +80,7 @@ def decide(facts: RunFacts) -> Result:
     if b.duration_s is None and facts.elapsed_s is not None:
         b.duration_s = round(facts.elapsed_s, 3)
     if not b.settings:
-        b.settings = {k: v for k, v in facts.spec.items() if k != "test_hook"}
+        b.settings = {k: v for k, v in facts.request.to_dict().items() if k != "test_hook"}
 
     if facts.spawn_error is not None:
         b.fail(ErrorInfo("crash", f"cannot start worker: {facts.spawn_error}"))

@@ -32,6 +32,7 @@ from gputui.safe_text import no_markup, printable
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from gputui.bench.request import RunRequest
     from gputui.bench.run_queue import RunQueue
     from gputui.bench.runner import BenchRun
 
@@ -158,12 +159,12 @@ def _probe_params(args: argparse.Namespace) -> dict[str, int] | None:
 
 
 def _baseline(args: argparse.Namespace) -> dict[str, Any]:
-    """--baseline ID → the spec's baseline_* keys (its headline and process count)."""
+    """--baseline ID → the request's baseline_* settings (its headline and process count)."""
     if not args.baseline:
         return {}
-    from gputui.bench import results
+    from gputui.bench import results_store
 
-    base = results.load(args.baseline)
+    base = results_store.load(args.baseline)
     if base.benchmark != args.name or base.headline is None or base.status != "ok":
         raise UsageError(f"baseline {printable(base.id)} is not a finished {args.name} run "
                          f"(it is {printable(base.benchmark)}, {printable(base.status)})")
@@ -257,12 +258,13 @@ def _defaults_text(defaults: Mapping[str, Any]) -> str:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from gputui.bench import results
+    from gputui.bench import results_store
+    from gputui.bench.request import make_request
     from gputui.bench.run_queue import Planned, RunQueue
-    from gputui.bench.runner import DEFAULT_TIMEOUT_S, make_spec
+    from gputui.bench.runner import DEFAULT_TIMEOUT_S
 
-    result_id = results.new_id()
-    spec = make_spec(
+    result_id = results_store.new_id()
+    request = make_request(
         args.name,
         model=args.model,
         device=args.device,
@@ -288,9 +290,9 @@ def run_bench(args: argparse.Namespace) -> int:
         rdzv_endpoint=args.rdzv_endpoint,
         **_baseline(args),
         profile=args.profile,
-        profile_dir=str(results.profiles_dir() / result_id) if args.profile else None,
+        profile_dir=str(results_store.profiles_dir() / result_id) if args.profile else None,
     )
-    planned = Planned(spec, args.name, id=result_id,
+    planned = Planned(request, args.name, id=result_id,
                       timeout_s=args.timeout or DEFAULT_TIMEOUT_S, output=args.output)
     started: list[BenchRun] = []
     queue = RunQueue(on_started=lambda _p, run: started.append(run))
@@ -300,7 +302,7 @@ def run_bench(args: argparse.Namespace) -> int:
         queue.submit(planned)
         if started:
             try:
-                _show_progress(started[0], spec)
+                _show_progress(started[0], request)
             except OSError as exc:
                 if exc.errno != errno.EIO:
                     raise
@@ -318,7 +320,7 @@ def run_bench(args: argparse.Namespace) -> int:
     if finished.save_error is not None:
         raise GputuiError(finished.save_error)
     if args.json:
-        sys.stdout.write(results.dumps(doc))
+        sys.stdout.write(results_store.dumps(doc))
         sys.stdout.flush()
     else:
         console = _console()
@@ -392,7 +394,7 @@ def _detach_from_terminal(fds: list[int]) -> None:
     os.close(devnull)
 
 
-def _show_progress(run: BenchRun, spec: Mapping[str, Any]) -> None:
+def _show_progress(run: BenchRun, request: RunRequest) -> None:
     from rich.progress import (
         BarColumn,
         Progress,
@@ -413,7 +415,7 @@ def _show_progress(run: BenchRun, spec: Mapping[str, Any]) -> None:
             if isinstance(event, events.Point):
                 console.print(f"  {event.text}", soft_wrap=True, markup=False)
         return
-    title = printable(" ".join(str(x) for x in (spec["benchmark"], spec.get("model")) if x))
+    title = printable(" ".join(str(x) for x in (request.benchmark, request.model) if x))
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}", markup=False),
@@ -430,7 +432,7 @@ def _show_progress(run: BenchRun, spec: Mapping[str, Any]) -> None:
         for event in run.events():
             if isinstance(event, events.Started):
                 where = event.env.get("device_name") or event.env.get("device") \
-                    or spec.get("device")
+                    or request.device
                 title = f"{title} on {printable(where)}"
                 progress.update(task, description=f"{title}: loading")
             elif isinstance(event, events.Warmup):

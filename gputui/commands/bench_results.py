@@ -12,15 +12,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gputui.bench.fmt import (
-    fmt_bytes,
-    fmt_headline,
-    fmt_num,
-    fmt_ratio,
-    plain,
-    throttled_mark,
-    when,
-)
+from gputui.bench.fmt import fmt_bytes, fmt_num, fmt_ratio, plain, when
+from gputui.bench.result_text import fmt_headline, throttled_mark
 from gputui.commands.bench_view import print_summary, status_markup
 from gputui.commands.table_fit import print_fitted
 from gputui.safe_text import no_markup, printable
@@ -43,10 +36,10 @@ def warn(message: str) -> None:
 
 
 def run_history(args: argparse.Namespace) -> int:
-    from gputui.bench import results
+    from gputui.bench import results_store
     from gputui.bench.export import flat_row
 
-    hist = results.history()
+    hist = results_store.history()
     for warning in hist.warnings:
         warn(warning)
     docs = hist.results[-args.limit:] if args.limit else hist.results
@@ -55,9 +48,9 @@ def run_history(args: argparse.Namespace) -> int:
         return 0
     console = _console()
     if not docs:
-        console.print(f"no saved results in {no_markup(results.results_dir())}")
+        console.print(f"no saved results in {no_markup(results_store.results_dir())}")
         return 0
-    title = f"benchmark results ({no_markup(results.results_dir())})"
+    title = f"benchmark results ({no_markup(results_store.results_dir())})"
     layouts = _history_tables(title, docs, [d.id for d in hist.results])
     shown = print_fitted(console, layouts[0], narrow=layouts[1:])
     kept = {key.removeprefix("short_") for key, _ in _LAYOUTS[layouts.index(shown)]}
@@ -126,11 +119,11 @@ def short_id(rid: str, all_ids: list[str], minimum: int = 15) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from gputui.bench import results
+    from gputui.bench import results_store
 
-    doc = results.load(args.id)
+    doc = results_store.load(args.id)
     if args.json:
-        sys.stdout.write(results.dumps(doc))
+        sys.stdout.write(results_store.dumps(doc))
         return 0
     print_summary(_console(), doc)
     return 0
@@ -139,10 +132,10 @@ def run_show(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from gputui.bench import results
+    from gputui.bench import results_store
     from gputui.bench.compare import compare
 
-    a, b = results.load(args.a), results.load(args.b)
+    a, b = results_store.load(args.a), results_store.load(args.b)
     cmp = compare(a, b)
     if args.json:
         print(json.dumps(cmp.to_dict(), indent=2, default=str))
@@ -192,19 +185,19 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from gputui.bench import results
+    from gputui.bench import results_store
     from gputui.bench.export import export_csv, export_markdown
 
     if args.ids:
-        docs = [results.load(i) for i in args.ids]
+        docs = [results_store.load(i) for i in args.ids]
     else:
-        hist = results.history()
+        hist = results_store.history()
         for warning in hist.warnings:
             warn(warning)
         docs = hist.results
     text = export_csv(docs) if args.format == "csv" else export_markdown(docs)
     if args.output is not None:
-        results.write_atomic(args.output, text)
+        results_store.write_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -15,10 +15,10 @@ from gputui.bench.fmt import (
     fmt_spread,
     fmt_throughput,
     fmt_trials,
-    throttled_mark,
     when,
 )
 from gputui.bench.result import Result
+from gputui.bench.result_text import throttled_mark
 from gputui.safe_text import no_markup, printable
 
 if TYPE_CHECKING:
@@ -101,9 +101,9 @@ def profile_table(r: Result, top: int = 10) -> Table | None:
 def _measure_rows(r: Result, row: Any) -> None:
     """The published reference the run matches, and the GPU's clocks over the timed loop
     (the "measure" side's rows)."""
-    from gputui.bench.gpu_window import window_text
+    from gputui.bench.clock_window import window_text
     from gputui.bench.references import for_result
-    from gputui.bench.window import window_words
+    from gputui.bench.throttle_window import window_words
 
     data = r.settings.get("data")
     if data in ("device", "host"):

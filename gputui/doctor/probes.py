@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.bench import events
+from gputui.bench.request import make_request
 from gputui.bench.result import Result
-from gputui.bench.runner import BenchRun, make_spec
+from gputui.bench.runner import BenchRun
 from gputui.doctor.perf import ProbeFigure
 from gputui.telemetry.throttle import throttle_words
 
@@ -133,9 +134,9 @@ def _run_one(bench: str, uuid: str, plan: ProbePlan, cancel: threading.Event,
     if device is None:
         env["CUDA_VISIBLE_DEVICES"] = uuid
         device = "cuda:0"
-    spec = make_spec(bench, device=device, duration_s=plan.duration_s, steps=plan.steps,
-                     warmup=plan.warmup, params=dict(plan.params.get(bench, {})) or None,
-                     test_hook=plan.test_hook)
+    request = make_request(bench, device=device, duration_s=plan.duration_s, steps=plan.steps,
+                           warmup=plan.warmup, params=dict(plan.params.get(bench, {})) or None,
+                           test_hook=plan.test_hook)
     lock = threading.Lock()
     ticks: list[tuple[float, int]] = []
     points: list[tuple[float, str]] = []
@@ -145,7 +146,7 @@ def _run_one(bench: str, uuid: str, plan: ProbePlan, cancel: threading.Event,
             with lock:
                 points.append((time.monotonic(), event.label))
 
-    run = BenchRun(spec, timeout_s=plan.timeout_s, grace_s=plan.grace_s, env=env,
+    run = BenchRun(request, timeout_s=plan.timeout_s, grace_s=plan.grace_s, env=env,
                    on_event=on_event)
     run.start()
     try:

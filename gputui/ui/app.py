@@ -346,7 +346,7 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         if live is None or live.finished:
             return None
         frac = live.fraction
-        name = str(live.spec.get("benchmark"))
+        name = live.request.benchmark
         if live.stage == "cancelling":
             return f"{name} cancelling"
         return name if frac is None else f"{name} {100 * frac:.0f}%"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gputui.bench import events, stats
 from gputui.bench.attribution import Attribution, ThroughputPoint, attribute
 from gputui.bench.attribution import _inside as _window_inside  # one rule for "throttled"
+from gputui.bench.request import RunRequest
 from gputui.bench.result import ErrorInfo, Result
 from gputui.bench.run_queue import Finished, Planned, RunQueue
 from gputui.bench.runner import (
@@ -40,26 +41,25 @@ SESSION_ATTR = "_gputui_bench_session"
 FINISHED_KEPT = 20
 SHUTDOWN_GRACE_S = 1.0  # at exit: SIGTERM, this long for a partial result, then SIGKILL
 
-__all__ = ["BenchSession", "LiveRun", "Planned", "bench_session", "spec_label",
+__all__ = ["BenchSession", "LiveRun", "Planned", "bench_session", "request_label",
            "stop_benchmarks"]
 
 
-def spec_label(spec: Mapping[str, Any]) -> str:
-    parts = [str(spec.get("benchmark"))]
-    if spec.get("model"):
-        parts.append(str(spec["model"]))
-    parts.append(f"· {spec.get('device') or 'auto'} · {spec.get('precision') or 'fp32'}")
-    if spec.get("batch_size"):
-        parts.append(f"· batch {spec['batch_size']}")
-    if spec.get("mode"):
-        parts.append(f"· {spec['mode']}")
-    flags = [name for name, key in (("sweep", "sweep"), ("channels-last", "channels_last"),
-                                    ("compile", "compile"), ("profile", "profile"))
-             if spec.get(key)]
-    if (spec.get("nproc") or 1) > 1:
-        flags.append(f"nproc {spec['nproc']}")
-    if spec.get("threads"):
-        flags.append(f"threads {spec['threads']}")
+def request_label(r: RunRequest) -> str:
+    parts = [str(r.benchmark)]
+    if r.model:
+        parts.append(str(r.model))
+    parts.append(f"· {r.device or 'auto'} · {r.precision or 'fp32'}")
+    if r.batch_size:
+        parts.append(f"· batch {r.batch_size}")
+    if r.mode:
+        parts.append(f"· {r.mode}")
+    flags = [name for name, on in (("sweep", r.sweep), ("channels-last", r.channels_last),
+                                   ("compile", r.compile), ("profile", r.profile)) if on]
+    if (r.nproc or 1) > 1:
+        flags.append(f"nproc {r.nproc}")
+    if r.threads:
+        flags.append(f"threads {r.threads}")
     if flags:
         parts.append("· " + " ".join(flags))
     return " ".join(parts)
@@ -119,8 +119,8 @@ class LiveRun:
         return self.planned.id
 
     @property
-    def spec(self) -> Mapping[str, Any]:
-        return self.planned.spec
+    def request(self) -> RunRequest:
+        return self.planned.request
 
     @property
     def done(self) -> bool:
@@ -247,13 +247,14 @@ class BenchSession:
 
     # --- commands ----------------------------------------------------------------------------
 
-    def submit(self, spec: Mapping[str, Any]) -> int:
-        """Queue a validated spec; returns how many runs are ahead of it (0: started now)."""
+    def submit(self, request: RunRequest) -> int:
+        """Queue a validated request; returns how many runs are ahead of it (0: started
+        now)."""
         self.runs.grace_s = self.grace_s
         self.runs.run_options = {"worker_cmd": self.worker_cmd, "env": self.env,
                                  # the monitor's sampler: NVML is not opened twice
                                  "sampler": self.sampler}
-        planned = Planned(dict(spec), spec_label(spec), timeout_s=self.timeout_s)
+        planned = Planned(request, request_label(request), timeout_s=self.timeout_s)
         live = LiveRun(planned)
         self.lives[planned.id] = live
         ahead = self.runs.submit(planned)
@@ -318,7 +319,7 @@ class BenchSession:
             if live is not None:
                 live.thread_points.append(point)
         if isinstance(event, events.Started) and live is not None:
-            live.thread_gpu = gpu_of(event.env.get("device") or planned.spec.get("device"),
+            live.thread_gpu = gpu_of(event.env.get("device") or planned.request.device,
                                      event.env)
         self._post(RunEvent(planned.id, event, point))
 
@@ -353,7 +354,7 @@ class BenchSession:
             self.current = live
         event = message.event
         if isinstance(event, events.Started):
-            live.device = str(event.env.get("device") or live.spec.get("device") or "")
+            live.device = str(event.env.get("device") or live.request.device or "")
             live.device_name = event.env.get("device_name")
             live.gpu_index = gpu_of(live.device, event.env)
             live.stage = "loading"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from gputui.bench.kinds.batch_finder import oom_kind, recommended
+from gputui.bench.worker.kinds.batch_finder import oom_kind, recommended
 
 from .worker_helpers import check_ok, run_worker
 

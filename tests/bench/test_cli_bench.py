@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 
 from .test_results import make_doc
 
@@ -39,9 +39,9 @@ def gputui(*argv: str, env: dict[str, str] | None = None,
     cmd = [sys.executable, "-m", "gputui", *argv]
     if hook is not None:
         # Test hooks are not a CLI flag: inject one into the spec the CLI builds.
-        code = ("import sys, gputui.bench.runner as r; from gputui.cli import main; "
-                "orig = r.make_spec; "
-                f"r.make_spec = lambda *a, **k: orig(*a, **{{**k, 'test_hook': {hook!r}}}); "
+        code = ("import sys, gputui.bench.request as r; from gputui.cli import main; "
+                "orig = r.make_request; "
+                f"r.make_request = lambda *a, **k: orig(*a, **{{**k, 'test_hook': {hook!r}}}); "
                 "sys.exit(main(sys.argv[1:]))")
         cmd = [sys.executable, "-c", code, *argv]
     return subprocess.run(
@@ -113,8 +113,8 @@ def test_bad_input_is_one_line_exit_2(argv: list[str], fragment: str) -> None:
 def test_history_show_compare_export(data_dir: Path) -> None:
     a = make_doc(throughput=100.0, batch=8, started="2025-01-01T00:00:00.000Z")
     b = make_doc(throughput=125.0, batch=16, started="2025-01-02T00:00:00.000Z")
-    results.save(a)
-    results.save(b)
+    results_store.save(a)
+    results_store.save(b)
 
     proc = gputui("bench", "history", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -146,7 +146,7 @@ def test_history_show_compare_export(data_dir: Path) -> None:
 
 def test_corrupt_result_file(data_dir: Path) -> None:
     good = make_doc()
-    results.save(good)
+    results_store.save(good)
     bad = data_dir / "results" / "20250101-000000-000-badbad.json"
     bad.write_text("{ not json")
     proc = gputui("bench", "show", "20250101-000000-000-badbad")
@@ -206,7 +206,7 @@ def test_oom_is_reported_with_batch_and_suggestion(data_dir: Path) -> None:
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("gputui: ") and "out of memory" in last and "batch 2" in last
     assert "try " in last and "Traceback" not in proc.stderr
-    (doc,) = results.history().results
+    (doc,) = results_store.history().results
     assert doc.status == "failed" and doc.error is not None and doc.error.kind == "oom"
 
 
@@ -234,7 +234,7 @@ def test_ctrl_c_cancels_and_saves_a_partial_result(data_dir: Path) -> None:
     assert "Traceback" not in stderr
     doc = json.loads(stdout)
     assert doc["status"] == "cancelled"
-    hist = results.history()
+    hist = results_store.history()
     assert [(d.id, d.status) for d in hist.results] == [(doc["id"], "cancelled")]
     for w in workers:
         assert not w.is_running() or w.status() == psutil.STATUS_ZOMBIE
@@ -259,7 +259,7 @@ def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path) -> None:
                   "--seq-len", "8", "--steps", "3", "--warmup", "1", "--threads", "1",
                   "--profile")
     assert proc.returncode == 0, proc.stderr
-    (doc,) = results.history().results
+    (doc,) = results_store.history().results
     assert doc.model == "lstm" and doc.status == "ok"
     assert doc.samples == 3 * 2 * 8 and doc.unit == "tokens/s"
     prof = doc.extra["profile"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from gputui.bench import catalog, results
+from gputui.bench import catalog, results_store
 from gputui.commands import bench_results
 from gputui.commands.bench_results import short_id
 
@@ -27,7 +27,7 @@ IDS = ("20260101-101010-100-aaaaaa", "20260101-101010-200-bbbbbb",
 def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GPUTUI_DATA_DIR", str(tmp_path))
     for i, rid in enumerate(IDS):
-        results.save(make_doc(rid, benchmark="train-to-accuracy", model="mobilenet_v3_large",
+        results_store.save(make_doc(rid, benchmark="train-to-accuracy", model="mobilenet_v3_large",
                               device_name="NVIDIA A100-SXM4-80GB", precision="bf16",
                               throughput=12345.6 + i, started=f"2026-01-0{i + 1}T10:10:10.000Z",
                               status=("ok", "cancelled", "failed")[i]))
@@ -87,7 +87,7 @@ def test_short_ids_are_unique_prefixes_that_show_accepts(history: Path) -> None:
     shorts = [short_id(rid, list(IDS)) for rid in IDS]
     assert shorts == ["20260101-101010-1", "20260101-101010-2", "20260102-080000"]
     for rid, short in zip(IDS, shorts, strict=True):
-        assert results.load(short).id == rid
+        assert results_store.load(short).id == rid
 
 
 def test_piped_bench_list_never_cuts_model_names() -> None:

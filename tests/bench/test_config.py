@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from gputui.bench.config import GPU_KEYS, TORCH_KEYS
-from gputui.bench.runner import BenchRun, make_spec
+from gputui.bench.request import make_request
+from gputui.bench.runner import BenchRun
 
 from .test_cli_bench import TINY, gputui, needs_torch
 
@@ -36,7 +37,7 @@ def test_gpu_config_of_a_cuda_run_is_read_by_the_runner(fake_nvml: Any) -> None:
         "gpu.0.clock_mem_max_mhz": 2619,
     })
     env = {**os.environ, "FAKE_WORKER_MODE": "cuda_timed", "PYTHONPATH": str(REPO)}
-    result = BenchRun(make_spec("cnn-train", device="cuda"), env=env,
+    result = BenchRun(make_request("cnn-train", device="cuda"), env=env,
                       worker_cmd=[sys.executable, str(FAKE)]).run()
     gpu = result.config["gpu"]
     assert set(gpu) == set(GPU_KEYS)  # every key, None where the fake has no value
@@ -52,7 +53,7 @@ def test_gpu_config_of_a_cuda_run_is_read_by_the_runner(fake_nvml: Any) -> None:
 
 def test_a_cpu_run_records_every_key_null_where_it_has_none() -> None:
     env = {**os.environ, "FAKE_WORKER_MODE": "ok", "PYTHONPATH": str(REPO)}
-    result = BenchRun(make_spec("cnn-train", device="cpu"), env=env,
+    result = BenchRun(make_request("cnn-train", device="cpu"), env=env,
                       worker_cmd=[sys.executable, str(FAKE)]).run()
     assert result.config["gpu"] == dict.fromkeys(GPU_KEYS)
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from gputui.bench import events, stats
+from gputui.bench.request import RunRequest
 from gputui.bench.result import DamagedResult, ErrorInfo, Result, ResultBuilder
 
 EVENTS: list[events.Event] = [
@@ -44,9 +45,9 @@ def test_error_messages_are_one_line() -> None:
 
 
 def test_result_round_trips_through_json() -> None:
-    b = ResultBuilder.for_spec("20260101-000000-000-aaaaaa",
-                               {"benchmark": "cnn-infer", "model": "resnet18",
-                                "device": "cpu", "precision": "fp32", "batch_size": 4})
+    b = ResultBuilder.for_request("20260101-000000-000-aaaaaa",
+                                  RunRequest("cnn-infer", model="resnet18", device="cpu",
+                                             precision="fp32", batch_size=4))
     b.status = "cancelled"
     b.throughput = stats.headline(120, 3.0, [38.0, 40.0, 42.0], "images/s")
     b.step_time_ms = stats.spread([10.0, 11.0, 12.0])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 
 from .test_results import make_doc
 
@@ -51,8 +51,8 @@ def save_damaged(data_dir: Path, name: str) -> Path:
 def test_every_command_survives_a_damaged_file(data_dir: Path, name: str) -> None:
     a = make_doc("20250102-000000-000-aaaaaa", throughput=100.0)
     b = make_doc("20250103-000000-000-bbbbbb", throughput=125.0)
-    results.save(a)
-    results.save(b)
+    results_store.save(a)
+    results_store.save(b)
     bad = save_damaged(data_dir, name)
 
     for argv in (["history"], ["history", "--json"], ["export"],
@@ -90,7 +90,7 @@ def test_old_schema_1_files_load_with_their_headline(data_dir: Path) -> None:
     path = data_dir / "results" / "20250101-000000-000-schema.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(doc))
-    loaded = results.load("20250101-000000-000-schema")
+    loaded = results_store.load("20250101-000000-000-schema")
     assert loaded.throughput is not None
     assert loaded.throughput.value == 80.0  # schema 1's mean was samples ÷ timed seconds
     assert loaded.throughput.median == 75.0
@@ -109,8 +109,8 @@ def test_hostile_strings_are_shown_escaped_never_as_markup(data_dir: Path) -> No
     a = make_doc("20250102-000000-000-aaaaaa", model=HOSTILE, device_name=HOSTILE,
                  settings={"note": HOSTILE}, error={"kind": "crash", "message": HOSTILE})
     b = make_doc("20250103-000000-000-bbbbbb")
-    results.save(a)
-    results.save(b)
+    results_store.save(a)
+    results_store.save(b)
     for argv in (["show", a["id"]], ["history"], ["compare", a["id"], b["id"]],
                  ["export", "--format", "markdown"]):
         proc = gputui("bench", *argv)

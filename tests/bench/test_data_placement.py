@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from gputui.bench import catalog
-from gputui.bench.workloads import (
+from gputui.bench.request import RunRequest
+from gputui.bench.worker.workloads import (
     DEVICE_POOL,
     HOST_POOL,
     DeviceFeed,
@@ -25,9 +26,9 @@ CPU = torch.device("cpu")
 HAS_CUDA = torch.cuda.is_available()
 
 
-def spec(**kw: object) -> dict:
+def spec(**kw: object) -> RunRequest:
     base = {"benchmark": "cnn-train", "device": "cpu", "image_size": 32, "batch_size": 2}
-    return catalog.resolve_spec(catalog.validate_spec({**base, **kw}), "cpu")
+    return RunRequest.from_dict({**base, **kw}).resolved("cpu")
 
 
 def test_device_data_is_made_where_the_model_runs_in_its_dtype() -> None:
@@ -93,9 +94,9 @@ def test_fused_optimizer_keeps_grad_scaler_on_the_device() -> None:
                                                  ("host", "bf16")])
 def test_cuda_train_steps_never_sync_the_host(data: str, precision: str) -> None:
     dev = torch.device("cuda", 0)
-    s = catalog.resolve_spec(catalog.validate_spec(
+    s = RunRequest.from_dict(
         {"benchmark": "cnn-train", "device": "cuda", "image_size": 32, "batch_size": 8,
-         "data": data, "precision": precision}), "cuda")
+         "data": data, "precision": precision}).resolved("cuda")
     wl = make_workload(s, dev, 8)
     step = TrainStep(wl, dev, precision)
     step(0)  # the first step creates cuBLAS/cuDNN handles and the scaler's state

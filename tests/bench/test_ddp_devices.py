@@ -8,10 +8,10 @@ import os
 import pytest
 import torch
 
-from gputui.bench import catalog
-from gputui.bench.cancel import CancelFlag
-from gputui.bench.context import Ctx
-from gputui.bench.distributed import _fill, run_ddp
+from gputui.bench.request import RunRequest
+from gputui.bench.worker.cancel import CancelFlag
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.distributed import _fill, run_ddp
 from gputui.errors import UsageError
 
 from .worker_helpers import TINY_CNN, check_ok, run_worker
@@ -20,9 +20,8 @@ HAS_CUDA = torch.cuda.is_available()
 
 
 def ctx_for(spec: dict, device: torch.device) -> Ctx:
-    full = catalog.resolve_spec(catalog.validate_spec({"benchmark": "cnn-train", **spec}),
-                                device.type)
-    return Ctx(spec=full, device=device, env={}, emit=lambda ev: None, cancel=CancelFlag())
+    full = RunRequest.from_dict({"benchmark": "cnn-train", **spec}).resolved(device.type)
+    return Ctx(request=full, device=device, env={}, emit=lambda ev: None, cancel=CancelFlag())
 
 
 PAYLOAD = {"steps": 10, "samples": 400, "wall_s": 4.0, "step_ms": [400.0] * 10,
@@ -75,9 +74,11 @@ def test_ddp_worker_resolves_its_device_without_a_cuda_context() -> None:
     # A fresh interpreter: this one may already hold a context from other tests.
     code = (
         "import os, sys, torch, pynvml\n"
-        "from gputui.bench.environment import resolve_device\n"
+        "from gputui.bench.request import RunRequest\n"
+        "from gputui.bench.worker.environment import resolve_device\n"
         "n = int(sys.argv[1])\n"
-        "d = resolve_device({'device': 'cuda:0', 'nproc': n, 'precision': 'bf16'})\n"
+        "d = resolve_device(RunRequest('cnn-train', device='cuda:0', nproc=n, "
+        "precision='bf16'))\n"
         "torch.cuda.get_device_properties(d)\n"
         "pynvml.nvmlInit()\n"
         "h = pynvml.nvmlDeviceGetHandleByIndex(0)\n"

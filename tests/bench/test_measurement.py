@@ -7,21 +7,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import torch
 
-from gputui.bench import catalog, events, measure, peaks
+from gputui.bench import catalog, events, peaks
 from gputui.bench import stats as stats_mod
-from gputui.bench.cancel import CancelFlag
-from gputui.bench.context import Ctx
-from gputui.bench.energy import MIN_ENERGY_WINDOW_S, EnergyMeter
-from gputui.bench.memory import PeakRss
+from gputui.bench.request import RunRequest
 from gputui.bench.result import ResultBuilder
 from gputui.bench.stats import percentile
-from gputui.bench.timing import latency_loop, timed_loop
-from gputui.bench.workloads import configure_precision, make_workload, synthetic_images
+from gputui.bench.worker import measure
+from gputui.bench.worker.cancel import CancelFlag
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.energy import MIN_ENERGY_WINDOW_S, EnergyMeter
+from gputui.bench.worker.memory import PeakRss
+from gputui.bench.worker.timing import latency_loop, timed_loop
+from gputui.bench.worker.workloads import configure_precision, make_workload, synthetic_images
 from gputui.errors import UsageError
 
 CPU = torch.device("cpu")
@@ -30,9 +33,8 @@ CPU = torch.device("cpu")
 def make_ctx(spec: dict[str, Any], device: torch.device = CPU,
              env: dict[str, Any] | None = None) -> tuple[Ctx, list[events.Event]]:
     emitted: list[events.Event] = []
-    full = catalog.resolve_spec(catalog.validate_spec({"device": device.type, **spec}),
-                                device.type)
-    ctx = Ctx(spec=full, device=device, env=env or {}, emit=emitted.append,
+    full = RunRequest.from_dict({"device": device.type, **spec}).resolved(device.type)
+    ctx = Ctx(request=full, device=device, env=env or {}, emit=emitted.append,
               cancel=CancelFlag())
     return ctx, emitted
 
@@ -77,7 +79,7 @@ def test_warmup_is_excluded_from_counts() -> None:
         calls.append(i)
         time.sleep(0.001)
 
-    measure.do_warmup(ctx, step, ctx.spec["warmup"])
+    measure.do_warmup(ctx, step, ctx.request.warmup)
     stats = measure.measure(ctx, step, 4, "images/s")
     assert calls == [0, 1, 2, 0, 1, 2, 3, 4]  # 3 warm-up calls, then 5 timed
     assert stats.steps == 5 and stats.samples == 20 and len(stats.step_ms) == 5
@@ -244,9 +246,9 @@ def test_configure_precision_tf32_switches() -> None:
 
 
 def test_channels_last_tensors_really_are_channels_last() -> None:
-    spec = catalog.resolve_spec(catalog.validate_spec(
+    spec = RunRequest.from_dict(
         {"benchmark": "cnn-train", "device": "cpu", "image_size": 32, "batch_size": 2,
-         "channels_last": True}), "cpu")
+         "channels_last": True}).resolved("cpu")
     wl = make_workload(spec, CPU, 2)
     cl = torch.channels_last
     for x, _ in wl.batches:
@@ -257,7 +259,7 @@ def test_channels_last_tensors_really_are_channels_last() -> None:
     assert x.shape == (3, 3, 16, 16) and x.is_contiguous(memory_format=cl)
     assert not x.is_contiguous()
     assert synthetic_images(3, 16, CPU, gen, channels_last=False).is_contiguous()
-    plain = make_workload({**spec, "channels_last": False}, CPU, 2)
+    plain = make_workload(replace(spec, channels_last=False), CPU, 2)
     assert plain.batches[0][0].is_contiguous()
 
 

@@ -32,29 +32,28 @@ def free_port() -> int:
 
 
 def test_plan_numbers_ranks_across_nodes() -> None:
-    p = plan({"nproc": 2, "nnodes": 3, "node_rank": 1, "rdzv_endpoint": "10.0.0.5:29400"},
-             {})
+    p = plan({}, nproc=2, nnodes=3, node_rank=1, rdzv_endpoint="10.0.0.5:29400")
     assert p == Plan(world=6, local=2, node_rank=1, nnodes=3, host="10.0.0.5", port=29400)
     assert [p.global_rank(r) for r in range(2)] == [2, 3]
     # Without an endpoint nothing binds beyond loopback.
-    assert plan({"nproc": 1, "nnodes": 2, "node_rank": 0}, {}).host == DEFAULT_HOST
-    assert plan({"nproc": 2}, {}).port is None  # one machine: a free loopback port
-    assert plan({"nproc": 1}, {}) is None
+    assert plan({}, nproc=1, nnodes=2, node_rank=0).host == DEFAULT_HOST
+    assert plan({}, nproc=2).port is None  # one machine: a free loopback port
+    assert plan({}, nproc=1) is None
 
 
 def test_torchrun_and_srun_environments() -> None:
     tr = from_launcher({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1",
-                        "MASTER_ADDR": "node7", "MASTER_PORT": "29500"}, {})
+                        "MASTER_ADDR": "node7", "MASTER_PORT": "29500"}, None)
     assert tr is not None and (tr.launcher, tr.rank, tr.world, tr.local_rank) == (
         "torchrun", 3, 4, 1) and (tr.host, tr.port) == ("node7", 29500)
     sr = from_launcher({"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0",
                         "SLURM_NODEID": "1", "SLURM_NNODES": "2"},
-                       {"rdzv_endpoint": "node1:29600"})
+                       "node1:29600")
     assert sr is not None and (sr.launcher, sr.rank, sr.node_rank, sr.host, sr.port) == (
         "srun", 1, 1, "node1", 29600)
     with pytest.raises(UsageError, match="no rendezvous"):
-        from_launcher({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"}, {})
-    assert from_launcher({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, {}) is None
+        from_launcher({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"}, None)
+    assert from_launcher({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, None) is None
 
 
 def test_endpoint_and_scaling_arithmetic() -> None:

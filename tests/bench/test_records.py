@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import torch
 
-from gputui.bench.gpu_window import RunMeter, WindowSampler, summarize
-from gputui.bench.workloads import configure_precision
+from gputui.bench.clock_window import RunMeter, WindowSampler, summarize
+from gputui.bench.worker.workloads import configure_precision
 
 from .worker_helpers import check_ok, run_worker
 
@@ -144,7 +144,7 @@ def test_run_meter_adds_the_window_to_the_energy_reading() -> None:
 
 
 def test_worker_link_reads_clocks_of_its_own_gpu_only(fake_nvml) -> None:
-    from gputui.bench.energy import NvmlLink
+    from gputui.bench.worker.energy import NvmlLink
     from gputui.telemetry.nvml import NvmlSource
 
     fake_nvml.use({"device_count": 2, "gpu.0.clock_sm_mhz": 1755,

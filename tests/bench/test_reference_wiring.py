@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
+from gputui.bench.request import make_request
 from gputui.bench.result import Result
-from gputui.bench.runner import BenchRun, make_spec
+from gputui.bench.runner import BenchRun
 
 from .test_cli_bench import gputui
 
@@ -40,11 +41,11 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run_with(patch: dict[str, Any]) -> Result:
     env = {**os.environ, "PYTHONPATH": str(REPO), "FAKE_WORKER_MODE": "ok",
            "FAKE_RESULT_PATCH": json.dumps(patch)}
-    run = BenchRun(make_spec("cnn-train", device="cpu"), env=env, telemetry=False,
+    run = BenchRun(make_request("cnn-train", device="cpu"), env=env, telemetry=False,
                    worker_cmd=[sys.executable, str(FAKE)])
     result = run.run()
     assert result.status == "ok"
-    results.save(result)
+    results_store.save(result)
     return result
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 from gputui.bench.compare import compare
 from gputui.bench.result import Result
 from gputui.bench.stats import TrialSpread, noise, trial_spread
@@ -104,8 +104,8 @@ def test_no_repeats_no_noise_verdict() -> None:
 
 def test_compare_cli_says_within_noise(data_dir: Path) -> None:
     a, b = _doc(100.0, [95.0, 100.0, 105.0]), _doc(104.0, [99.0, 104.0, 109.0])
-    results.save(a)
-    results.save(b)
+    results_store.save(a)
+    results_store.save(b)
     proc = gputui("bench", "compare", a["id"], b["id"], "--json")
     assert proc.returncode == 0, proc.stderr
     tp = next(m for m in json.loads(proc.stdout)["metrics"] if m["name"] == "throughput")

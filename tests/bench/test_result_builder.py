@@ -1,4 +1,4 @@
-"""One field list: the ResultBuilder is made from Result's fields, and a result goes
+"""One field list: the ResultBuilder has exactly Result's fields, and a result goes
 through the builder and back unchanged (the runner's verdict starts from the worker's)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import fields
 from gputui.bench.events import Point
 from gputui.bench.result import ErrorInfo, Result, ResultBuilder
 from gputui.bench.stats import Spread, Throughput
-from gputui.bench.window import WindowStats
+from gputui.bench.throttle_window import WindowStats
 
 
 def test_the_builder_has_exactly_results_fields() -> None:

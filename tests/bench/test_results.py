@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 from gputui.bench.compare import compare
 from gputui.bench.export import CSV_COLUMNS, export_csv, export_markdown
+from gputui.bench.request import RunRequest
 from gputui.bench.result import Result
 from gputui.bench.stats import Throughput
 from gputui.errors import GputuiError, UsageError
@@ -27,10 +28,8 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def make_doc(result_id: str | None = None, *, throughput: float = 100.0, batch: int = 8,
              started: str = "2025-01-01T00:00:00.000Z", **kw: Any) -> dict[str, Any]:
-    doc = results.empty_result(result_id or results.new_id(), {
-        "benchmark": "cnn-train", "model": "resnet18", "device": "cpu", "precision": "fp32",
-        "batch_size": batch,
-    })
+    doc = results_store.empty_result(result_id or results_store.new_id(), RunRequest(
+        "cnn-train", model="resnet18", device="cpu", precision="fp32", batch_size=batch))
     doc.update({
         "status": "ok", "device_name": "Test CPU", "started_at": started,
         "throughput": {"median": throughput, "mean": throughput, "unit": "images/s",
@@ -50,24 +49,24 @@ def make_result(result_id: str | None = None, **kw: Any) -> Result:
 
 
 def test_data_dir_honours_env(data_dir: Path) -> None:
-    assert results.results_dir() == data_dir / "results"
+    assert results_store.results_dir() == data_dir / "results"
 
 
 def test_ids_sort_by_time_and_are_unique() -> None:
     from datetime import UTC, datetime
 
-    early = results.new_id(datetime(2024, 1, 1, tzinfo=UTC))
-    late = results.new_id(datetime(2025, 1, 1, tzinfo=UTC))
+    early = results_store.new_id(datetime(2024, 1, 1, tzinfo=UTC))
+    late = results_store.new_id(datetime(2025, 1, 1, tzinfo=UTC))
     assert early < late
-    assert len({results.new_id() for _ in range(200)}) == 200
+    assert len({results_store.new_id() for _ in range(200)}) == 200
 
 
 def test_save_is_atomic_and_round_trips(data_dir: Path) -> None:
     doc = make_doc(energy_j_per_sample=float("nan"))
-    path = results.save(doc)
+    path = results_store.save(doc)
     assert path.parent == data_dir / "results"
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
-    loaded = results.load(doc["id"])
+    loaded = results_store.load(doc["id"])
     assert loaded.energy_j_per_sample is None  # NaN is not JSON: stored as null
     assert loaded.throughput == Throughput.from_dict(doc["throughput"])
     assert loaded.throughput is not None and loaded.throughput.value == 100.0
@@ -75,8 +74,8 @@ def test_save_is_atomic_and_round_trips(data_dir: Path) -> None:
 
 def test_write_atomic_replaces_existing_file(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "out.json"
-    results.write_atomic(target, "one")
-    results.write_atomic(target, "two")
+    results_store.write_atomic(target, "one")
+    results_store.write_atomic(target, "two")
     assert target.read_text() == "two"
     assert sorted(p.name for p in target.parent.iterdir()) == ["out.json"]
 
@@ -84,15 +83,15 @@ def test_write_atomic_replaces_existing_file(tmp_path: Path) -> None:
 def test_load_by_unique_prefix_and_errors() -> None:
     a = make_doc("20250101-000000-000-aaaaaa")
     b = make_doc("20250101-000000-000-bbbbbb")
-    results.save(a)
-    results.save(b)
-    assert results.load("20250101-000000-000-a").id == a["id"]
+    results_store.save(a)
+    results_store.save(b)
+    assert results_store.load("20250101-000000-000-a").id == a["id"]
     with pytest.raises(UsageError, match="ambiguous"):
-        results.load("20250101")
+        results_store.load("20250101")
     with pytest.raises(UsageError, match="no result with id 'nope'"):
-        results.load("nope")
+        results_store.load("nope")
     with pytest.raises(UsageError):
-        results.load("../../etc/passwd")
+        results_store.load("../../etc/passwd")
 
 
 def test_corrupt_file_is_named_in_one_line(data_dir: Path) -> None:
@@ -100,29 +99,29 @@ def test_corrupt_file_is_named_in_one_line(data_dir: Path) -> None:
     bad.parent.mkdir(parents=True)
     bad.write_text('{"benchmark": "cnn-train",\n "throughput": ')
     with pytest.raises(GputuiError) as info:
-        results.load("20250101-000000-000-cccccc")
+        results_store.load("20250101-000000-000-cccccc")
     message = str(info.value)
     assert str(bad) in message and "corrupt" in message and "\n" not in message
     assert not isinstance(info.value, UsageError)
     (data_dir / "results" / "20250101-000000-000-dddddd.json").write_text("[1, 2]")
     with pytest.raises(GputuiError, match="not a gputui result"):
-        results.load("20250101-000000-000-dddddd")
+        results_store.load("20250101-000000-000-dddddd")
 
 
 def test_history_is_ordered_and_skips_corrupt_files(data_dir: Path) -> None:
     newer = make_doc(started="2025-02-01T00:00:00.000Z")
     older = make_doc(started="2025-01-01T00:00:00.000Z")
-    results.save(newer)
-    results.save(older)
+    results_store.save(newer)
+    results_store.save(older)
     (data_dir / "results" / "broken.json").write_text("{")
     (data_dir / "results" / ".half-written.json.tmp").write_text("{")
-    hist = results.history()
+    hist = results_store.history()
     assert [d.id for d in hist.results] == [older["id"], newer["id"]]
     assert len(hist.warnings) == 1 and "broken.json" in hist.warnings[0]
 
 
 def test_history_of_missing_dir_is_empty() -> None:
-    hist = results.history()
+    hist = results_store.history()
     assert hist.results == [] and hist.warnings == []
 
 
@@ -194,5 +193,5 @@ def test_export_markdown_is_a_table() -> None:
 
 def test_save_refuses_bad_ids(tmp_path: Path) -> None:
     with pytest.raises(GputuiError):
-        results.save({"id": "../x", "benchmark": "b"}, tmp_path)
+        results_store.save({"id": "../x", "benchmark": "b"}, tmp_path)
     assert os.listdir(tmp_path) == []

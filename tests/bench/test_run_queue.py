@@ -11,13 +11,14 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
+from gputui.bench.request import make_request
 from gputui.bench.run_queue import Finished, Planned, RunQueue
-from gputui.bench.runner import make_spec
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ def fake_queue(mode: str, finished: list[Finished], **kw: object) -> RunQueue:
 
 
 def planned(**kw: object) -> Planned:
-    return Planned(make_spec("cnn-infer", device="cpu"), "cnn-infer", **kw)  # type: ignore[arg-type]
+    return Planned(make_request("cnn-infer", device="cpu"), "cnn-infer", **kw)  # type: ignore[arg-type]
 
 
 def test_runs_one_after_another_and_each_is_saved(data_dir: Path) -> None:
@@ -50,7 +51,7 @@ def test_runs_one_after_another_and_each_is_saved(data_dir: Path) -> None:
     assert [f.planned.id for f in finished] == [first.id, second.id]
     for f in finished:
         assert f.path == data_dir / "results" / f"{f.planned.id}.json"
-        assert results.load(f.planned.id) == f.result
+        assert results_store.load(f.planned.id) == f.result
     assert queue.current is None and queue.pending == []
 
 
@@ -71,7 +72,7 @@ def test_invalid_settings_are_not_saved(data_dir: Path) -> None:
     # The real worker rejects fp16 on the CPU before anything runs (no torch needed:
     # the spec check happens before the device is touched only when torch is absent,
     # so this uses a device the catalog accepts and the worker refuses).
-    bad = Planned({**make_spec("cnn-infer", device="cpu"), "precision": "fp16"}, "bad")
+    bad = Planned(replace(make_request("cnn-infer", device="cpu"), precision="fp16"), "bad")
     queue.submit(bad)
     assert queue.wait(WAIT_S)
     (f,) = finished
@@ -87,7 +88,7 @@ def test_a_killed_worker_saves_the_whole_timed_loops_samples(data_dir: Path) -> 
     queue.submit(planned(timeout_s=1.5))
     assert queue.wait(WAIT_S)
     (f,) = finished
-    r = results.load(f.planned.id)
+    r = results_store.load(f.planned.id)
     assert r.status == "failed" and r.error is not None and r.error.kind == "timeout"
     assert r.samples == 10 and r.steps == 5
     assert r.throughput is not None and r.throughput.value == pytest.approx(10 / 0.5)
@@ -106,15 +107,15 @@ def test_cancel_saves_the_partial_result(data_dir: Path) -> None:
     assert queue.cancel()
     assert queue.wait(WAIT_S)
     assert [f.planned.id for f in finished] == [p.id]
-    assert results.load(p.id).status == "cancelled"
+    assert results_store.load(p.id).status == "cancelled"
 
 
 # ------------------------------------------------------------------ SIGHUP (SSH dropped)
 
 CLI_WITH_FAKE_WORKER = (
     "import json, sys; import gputui.bench.runner as r; from gputui.cli import main; "
-    "r.worker_command = lambda spec: [sys.executable, {fake!r}, '--spec-json', "
-    "json.dumps(dict(spec))]; sys.exit(main(sys.argv[1:]))"
+    "r.worker_command = lambda spec_json: [sys.executable, {fake!r}, '--spec-json', "
+    "spec_json]; sys.exit(main(sys.argv[1:]))"
 )
 
 
@@ -142,5 +143,5 @@ def test_sighup_cancels_saves_and_exits_129(data_dir: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert rc == 129
-    (saved,) = results.history().results
+    (saved,) = results_store.history().results
     assert saved.status == "cancelled" and saved.steps is not None and saved.steps >= 1

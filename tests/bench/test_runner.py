@@ -19,9 +19,10 @@ from typing import Any
 import psutil
 import pytest
 
-from gputui.bench import events, results, runner
+from gputui.bench import events, results_store, runner
+from gputui.bench.request import RunRequest, make_request
 from gputui.bench.result import Result
-from gputui.bench.runner import BenchRun, RunState, make_spec
+from gputui.bench.runner import BenchRun, RunState
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -40,15 +41,15 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def fake_run(mode: str, **kw: Any) -> BenchRun:
     env = {**os.environ, "FAKE_WORKER_MODE": mode, "PYTHONPATH": str(REPO)}
-    spec = make_spec("cnn-infer", device="cpu")
+    spec = make_request("cnn-infer", device="cpu")
     return BenchRun(spec, worker_cmd=[sys.executable, str(FAKE)], env=env, **kw)
 
 
-def real_spec(**kw: Any) -> dict[str, Any]:
+def real_spec(**kw: Any) -> RunRequest:
     base: dict[str, Any] = {"model": "resnet18", "device": "cpu", "image_size": 32,
                             "batch_size": 2, "steps": 3, "warmup": 1, "threads": 1}
     base.update(kw)
-    return make_spec("cnn-infer", **base)
+    return make_request("cnn-infer", **base)
 
 
 def hooks_env() -> dict[str, str]:
@@ -196,7 +197,7 @@ def test_cancel_before_start_runs_nothing() -> None:
 
 
 def test_worker_that_cannot_start_is_a_failed_result() -> None:
-    run = BenchRun(make_spec("cnn-infer", device="cpu"), worker_cmd=["/nonexistent/worker"])
+    run = BenchRun(make_request("cnn-infer", device="cpu"), worker_cmd=["/nonexistent/worker"])
     doc = run.run().to_dict()
     assert doc["status"] == "failed" and doc["error"]["kind"] == "crash"
     assert "cannot start worker" in doc["error"]["message"]
@@ -217,9 +218,10 @@ def test_worker_dies_with_its_parent(tmp_path: Path) -> None:
     script.write_text(textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(REPO)!r})
-        from gputui.bench.runner import BenchRun, make_spec
+        from gputui.bench.request import make_request
+        from gputui.bench.runner import BenchRun
         env = dict(os.environ, FAKE_WORKER_MODE="deaf", PYTHONPATH={str(REPO)!r})
-        run = BenchRun(make_spec("cnn-infer", device="cpu"),
+        run = BenchRun(make_request("cnn-infer", device="cpu"),
                        worker_cmd=[sys.executable, {str(FAKE)!r}], env=env).start()
         for event in run.events():
             if event.kind == "progress":
@@ -242,19 +244,19 @@ def test_worker_dies_with_its_parent(tmp_path: Path) -> None:
             parent.kill()
 
 
-def test_make_spec_rejects_bad_input() -> None:
+def test_make_request_rejects_bad_input() -> None:
     from gputui.errors import UsageError
 
     with pytest.raises(UsageError, match="unknown benchmark"):
-        make_spec("nope")
+        make_request("nope")
     with pytest.raises(UsageError, match="unknown model"):
-        make_spec("cnn-train", model="resnet9000")
+        make_request("cnn-train", model="resnet9000")
     with pytest.raises(UsageError, match="fp16"):
-        make_spec("cnn-train", device="cpu", precision="fp16")
+        make_request("cnn-train", device="cpu", precision="fp16")
     with pytest.raises(UsageError):
-        make_spec("cnn-train", batch_size=0)
+        make_request("cnn-train", batch_size=0)
     with pytest.raises(TypeError):
-        make_spec("cnn-train", bogus=1)
+        make_request("cnn-train", bogus=1)
 
 
 def test_parse_line_ignores_non_events() -> None:
@@ -284,8 +286,8 @@ def test_real_worker_cpu_tiny_run() -> None:
     assert doc["benchmark"] == "cnn-infer" and doc["model"] == "resnet18"
     assert doc["throughput"]["median"] > 0
     assert doc["throttle_episodes"] == []  # a CPU run never samples NVML
-    path = results.save(run.result)
-    assert results.load(doc["id"]) == results.load_path(path) == run.result
+    path = results_store.save(run.result)
+    assert results_store.load(doc["id"]) == results_store.load_path(path) == run.result
 
 
 @needs_torch
@@ -296,8 +298,8 @@ def test_real_worker_cancel_gives_a_cancelled_result() -> None:
     assert run.wait(WAIT_S)
     doc = run.result
     assert doc is not None and doc.status == "cancelled", doc.error
-    results.save(doc)
-    assert [d.id for d in results.history().results] == [doc.id]
+    results_store.save(doc)
+    assert [d.id for d in results_store.history().results] == [doc.id]
     assert run.pid is not None
     assert_gone(run.pid)
 
@@ -361,24 +363,24 @@ def test_throttle_episodes_follow_the_workers_nvml_index() -> None:
 
     now = datetime.now(UTC)
     sampler = _FakeSampler([_episode(0, now), _episode(1, now)])
-    run = BenchRun(make_spec("cnn-train", device="cuda:0"), sampler=sampler)
+    run = BenchRun(make_request("cnn-train", device="cuda:0"), sampler=sampler)
     run._handle(_started({"device": "cuda:0", "compute_capability": "8.0",
                           "nvml": {"nvml_index": 1, "uuid": "GPU-1"}}))
     episodes = run._stop_watch()
     assert [e["gpu"] for e in episodes] == [1]
 
     # No NVML answer from the worker: keep every GPU's episodes rather than guess.
-    run = BenchRun(make_spec("cnn-train", device="cuda:0"), sampler=sampler)
+    run = BenchRun(make_request("cnn-train", device="cuda:0"), sampler=sampler)
     run._handle(_started({"device": "cuda:0", "compute_capability": "8.0"}))
     assert sorted(e["gpu"] for e in run._stop_watch()) == [0, 1]
 
     # DDP uses one GPU per rank: every GPU's episodes count.
-    run = BenchRun(make_spec("cnn-train", device="cuda:0", nproc=2), sampler=sampler)
+    run = BenchRun(make_request("cnn-train", device="cuda:0", nproc=2), sampler=sampler)
     run._handle(_started({"device": "cuda:0", "nvml": {"nvml_index": 1}}, nproc=2))
     assert sorted(e["gpu"] for e in run._stop_watch()) == [0, 1]
 
     # A CPU run never watches.
-    run = BenchRun(make_spec("cnn-train", device="cpu"), sampler=sampler)
+    run = BenchRun(make_request("cnn-train", device="cpu"), sampler=sampler)
     run._handle(_started({"device": "cpu"}))
     assert run._stop_watch() == []
     assert runner.worker_nvml_index({"nvml": {"nvml_index": True}}) is None

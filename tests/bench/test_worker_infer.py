@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gputui.bench.workloads import build_cnn
+from gputui.bench.worker.workloads import build_cnn
 
 from .worker_helpers import check_ok, run_worker
 

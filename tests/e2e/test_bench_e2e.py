@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
 from tests.e2e.tmux import TmuxSession
 from tests.fakenvml.harness import FakeNvmlLib, scenario_path
 
@@ -74,7 +74,7 @@ def test_a_benchmark_started_with_keys_shows_its_result(
     session.send_keys("Enter")
     screen = session.wait_for("✓ cnn-infer resnet18 · cpu · fp32 · batch 2", timeout=90)
     assert "Traceback" not in screen
-    ids = [d.id for d in results.history(Path(no_leftovers) / "results").results]
+    ids = [d.id for d in results_store.history(Path(no_leftovers) / "results").results]
     assert len(ids) == 1
     # The row in the results table (the id is in the title line too: look for the row).
     deadline = time.monotonic() + 15

@@ -10,9 +10,9 @@ from textual_plotext import PlotextPlot
 
 from gputui.bench import events
 from gputui.bench.attribution import ThroughputPoint
-from gputui.bench.runner import make_spec
+from gputui.bench.request import make_request
 from gputui.ui.bench_messages import RunEvent
-from gputui.ui.bench_session import LiveRun, Planned, bench_session, spec_label
+from gputui.ui.bench_session import LiveRun, Planned, bench_session, request_label
 from gputui.ui.widgets.bench_chart import SweepChart, ThroughputChart, sweep_curve, window_ends
 from tests.ui.bench_helpers import SIZE, open_bench
 from tests.ui.helpers import T0, gpu, screen_text, snap
@@ -34,10 +34,11 @@ def _point(batch: int, rate: float | None, p90_ms: float | None,
 
 def _run(app, spec):  # type: ignore[no-untyped-def]
     session = bench_session(app)
-    live = LiveRun(Planned(spec, spec_label(spec), id="fed"), started_wall=T0)
+    live = LiveRun(Planned(spec, request_label(spec), id="fed"), started_wall=T0)
     session.lives["fed"] = live
-    app.post_message(RunEvent("fed", events.Started(pid=1, benchmark=str(spec["benchmark"]),
-                                                    spec=spec, env={"device": "cpu"}), None))
+    app.post_message(RunEvent("fed", events.Started(pid=1, benchmark=spec.benchmark,
+                                                    spec=spec.to_dict(), env={"device": "cpu"}),
+                                     None))
     return session, live
 
 
@@ -48,7 +49,7 @@ async def test_throughput_chart_receives_each_window_against_seconds_into_the_lo
         screen = await open_bench(pilot)
         chart = screen.query_one(ThroughputChart)
         assert chart.series.throughput == () and chart.vmax is None
-        _run(app, make_spec("cnn-train", device="cpu"))
+        _run(app, make_request("cnn-train", device="cpu"))
         rates = [120.0, 180.0, 150.0, 90.0]
         for i, rate in enumerate(rates, 1):
             point = ThroughputPoint(T0 + timedelta(seconds=0.5 * i), 0.5, rate)
@@ -71,7 +72,7 @@ async def test_sweep_chart_plots_throughput_against_p90_per_batch() -> None:
         screen = await open_bench(pilot)
         sweep = screen.query_one(SweepChart)
         assert not sweep.display  # no sweep: no empty chart taking rows
-        _run(app, make_spec("cnn-infer", device="cpu", sweep=True))
+        _run(app, make_request("cnn-infer", device="cpu", sweep=True))
         for b, rate, p90 in ((1, 100.0, 10.0), (2, 180.0, 11.0), (4, 300.0, 13.5)):
             app.post_message(RunEvent("fed", _point(b, rate, p90), None))
         app.post_message(RunEvent("fed", _point(8, None, None, ok=False), None))

@@ -5,17 +5,16 @@ colour, one labelled headline number, and elapsed time with an ETA during a run.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from textual.color import Color
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Digits, Input, Select
 
-from gputui.bench import events, results
+from gputui.bench import events, results_store
 from gputui.bench.fmt import fmt_eta, remaining_s
+from gputui.bench.request import RunRequest, make_request
 from gputui.bench.run_queue import Planned
-from gputui.bench.runner import make_spec
 from gputui.ui.bench_session import LiveRun, bench_session
 from gputui.ui.screens.bench import BenchScreen
 from gputui.ui.widgets.bench_form import OnOffBox
@@ -36,11 +35,11 @@ THEMES = ("gputui-dark", "gputui-light", "gputui-high-contrast")
 
 
 def _save_result(rid: str) -> None:
-    doc = results.empty_result(rid, make_spec("cnn-infer", device="cpu", batch_size=2))
+    doc = results_store.empty_result(rid, make_request("cnn-infer", device="cpu", batch_size=2))
     doc.update(status="ok", started_at="2026-01-01T00:00:00.000Z", device_name="Fake CPU",
                throughput={"value": 1234.5, "median": 1200.0, "unit": "images/s",
                            "p10": 1100.0, "p90": 1300.0})
-    results.save(doc)
+    results_store.save(doc)
 
 
 def _focusables(screen: BenchScreen) -> list[Widget]:
@@ -61,8 +60,8 @@ async def test_every_footer_and_help_key_works_from_any_focus(
         screen = await open_bench(pilot)
         await wait_until(pilot, lambda: table_rows(screen), "the saved result")
         session = bench_session(app)
-        submitted: list[dict[str, Any]] = []
-        monkeypatch.setattr(session, "submit", lambda spec: submitted.append(dict(spec)) or 0)
+        submitted: list[RunRequest] = []
+        monkeypatch.setattr(session, "submit", lambda request: submitted.append(request) or 0)
         notes = spy_notifications(app)
         # Screen keys are the screen's bindings, and whether one reaches them depends on
         # the focused widget's class (its own bindings, whether it takes text): one widget
@@ -102,7 +101,7 @@ async def test_every_footer_and_help_key_works_from_any_focus(
                 await pilot.press(key)
                 await pilot.pause()
                 assert len(submitted) == before + 1, (where, key)
-                assert submitted[-1]["benchmark"] == screen.bench_name
+                assert submitted[-1].benchmark == screen.bench_name
             if not isinstance(widget, Input):  # in a text field delete edits the text
                 before = len(notes)
                 await pilot.press("delete")
@@ -228,7 +227,7 @@ async def test_checkboxes_read_on_or_off_without_colour() -> None:
 
 def _live(of: int | None, duration_s: float | None, step: int, elapsed_s: float,
           started: datetime) -> LiveRun:
-    live = LiveRun(Planned("r1", make_spec("cnn-infer", device="cpu")), started_wall=started,
+    live = LiveRun(Planned("r1", make_request("cnn-infer", device="cpu")), started_wall=started,
                    stage="running")
     live.progress = events.Progress(step=step, of=of, elapsed_s=elapsed_s,
                                     duration_s=duration_s, throughput=10.0,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gputui.ui.bench_session import bench_session
-from tests.bench.test_window import SCENARIO
+from tests.bench.test_throttle_window import SCENARIO
 from tests.ui.bench_helpers import SIZE, make_app, open_bench, use_fake_worker, wait_until
 from tests.ui.helpers import screen_text
 

@@ -13,8 +13,8 @@ import psutil
 import pytest
 from textual.widgets import DataTable, Input, Select
 
-from gputui.bench import results
-from gputui.bench.runner import make_spec
+from gputui.bench import results_store
+from gputui.bench.request import make_request
 from gputui.telemetry.model import Snapshot, SystemInfo
 from gputui.ui.bench_session import bench_session
 from gputui.ui.screens.bench import CompareScreen, ResultsTable
@@ -70,8 +70,8 @@ async def test_real_cpu_run_set_through_the_form(data_dir: Path) -> None:
         live = session.last
         assert live is not None and live.result is not None
         assert live.result.status == "ok", live.result.error
-        assert live.spec["device"] == "cpu" and live.spec["batch_size"] == 2
-        assert live.spec["steps"] == 3 and live.spec["image_size"] == 32
+        assert live.request.device == "cpu" and live.request.batch_size == 2
+        assert live.request.steps == 3 and live.request.image_size == 32
         assert live.points, "progress events reached the screen"
         assert live.progress is not None and live.progress.step == 3
         await wait_until(pilot, lambda: table_rows(screen), "the result row")
@@ -112,7 +112,7 @@ async def test_cancel_keeps_the_partial_result_and_shows_host_cpu(data_dir: Path
         await wait_until(pilot, lambda: session.last is not None, "the cancelled result")
         assert session.last is not None and session.last.result is not None
         assert session.last.result.status == "cancelled"
-        saved = results.load(session.last.id)
+        saved = results_store.load(session.last.id)
         assert saved.status == "cancelled" and saved.steps is not None and saved.steps >= 3
         await wait_until(pilot, lambda: table_rows(screen), "the result row")
         assert table_rows(screen)[0][7] == "cancelled"
@@ -164,7 +164,7 @@ async def test_a_queue_of_two_runs_completes_both_in_order() -> None:
         if session.current is not None and session.queue:  # the first may already be done
             assert "Queue (1)" in screen_text(app) and "1. matmul" in screen_text(app)
         await wait_until(pilot, lambda: len(session.finished_runs) == 2, "both runs")
-        assert [r.spec["benchmark"] for r in session.finished_runs] == ["cnn-infer", "matmul"]
+        assert [r.request.benchmark for r in session.finished_runs] == ["cnn-infer", "matmul"]
         assert all(r.result and r.result.status == "ok" for r in session.finished_runs)
         assert session.finished_runs[0].finished_wall <= session.finished_runs[1].started_wall  # type: ignore[operator]
         await wait_until(pilot, lambda: len(table_rows(screen)) == 2, "two result rows")
@@ -195,15 +195,15 @@ async def test_invalid_input_shows_an_inline_error_and_starts_nothing() -> None:
 
 
 async def test_compare_shows_two_results_side_by_side(data_dir: Path) -> None:
-    base = make_spec("cnn-infer", device="cpu", batch_size=2)
+    base = make_request("cnn-infer", device="cpu", batch_size=2)
     docs = []
     for i, tp in enumerate((100.0, 150.0)):
-        doc = results.empty_result(f"20260101-00000{i}-000-abcde{i}", base)
+        doc = results_store.empty_result(f"20260101-00000{i}-000-abcde{i}", base)
         doc.update(status="ok", started_at=f"2026-01-01T00:00:0{i}.000Z",
                    throughput={"median": tp, "mean": tp, "unit": "images/s", "p10": tp,
                                "p90": tp},
                    settings={"batch_size": 2 + 2 * i}, device_name="Fake CPU")
-        results.save(doc)
+        results_store.save(doc)
         docs.append(doc)
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -314,7 +314,7 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         assert words.startswith("throughput fell 18 % during HW thermal slowdown")
         assert words.endswith("on GPU 0")
         assert f"⚠ {words}" in screen_text(app)
-        saved = results.load(live.id)
+        saved = results_store.load(live.id)
         assert saved.extra["throttle_attribution"][0]["text"] == words
         assert saved.throttle_episodes and saved.throttle_episodes[0]["gpu"] == 0
 
@@ -338,7 +338,7 @@ async def test_quitting_kills_a_running_worker_that_ignores_sigterm() -> None:
     assert gone(pid), "the worker outlived the app"
     finished = session.runs.last  # shutdown waited for the save
     assert finished is not None and finished.path is not None
-    saved = results.load(finished.planned.id)  # the partial result is kept, as in the CLI
+    saved = results_store.load(finished.planned.id)  # the partial result is kept, as in the CLI
     assert saved.status == "cancelled"
 
 
@@ -376,12 +376,12 @@ async def test_switches_follow_the_catalog_and_reach_the_spec() -> None:
         screen.query_one("#f-compile", Checkbox).value = True
         await type_into(pilot, screen, "f-threads", "2")
         await type_into(pilot, screen, "f-nproc", "2")
-        spec = screen.build_spec()
-        assert spec is not None
-        assert spec["channels_last"] and spec["compile"] and not spec["sweep"]
-        assert spec["threads"] == 2 and spec["nproc"] == 2
+        request = screen.build_request()
+        assert request is not None
+        assert request.channels_last and request.compile and not request.sweep
+        assert request.threads == 2 and request.nproc == 2
         screen.query_one("#f-profile", Checkbox).value = True
-        assert screen.build_spec() is None  # the catalog's own rule, shown inline
+        assert screen.build_request() is None  # the catalog's own rule, shown inline
         assert "--nproc cannot be combined with --sweep or --profile" in screen.form_error
         with pytest.raises(Exception, match="processes must be a whole number"):
             parse_form("cnn-train", {"f-nproc": "two"})
@@ -398,17 +398,17 @@ async def test_delete_removes_one_queued_run() -> None:
             await pick(pilot, screen, name)
             await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: session.current is not None, "the first run")
-        assert [p.spec["benchmark"] for p in session.queue] == ["matmul", "membw",
+        assert [p.request.benchmark for p in session.queue] == ["matmul", "membw",
                                                                 "rnn-infer"]
         queue = screen.query_one(QueueList)
         queue.focus()
         await pilot.press("down")  # the second waiting run: membw
         await pilot.press("delete")
         await pilot.pause()
-        assert [p.spec["benchmark"] for p in session.queue] == ["matmul", "rnn-infer"]
+        assert [p.request.benchmark for p in session.queue] == ["matmul", "rnn-infer"]
         text = screen_text(app)
         assert "Queue (2)" in text and "2. rnn-infer" in text and "membw ·" not in text
-        assert session.current is not None and session.current.spec["benchmark"] == \
+        assert session.current is not None and session.current.request.benchmark == \
             "cnn-infer"  # the running one is not touched
         await pilot.press("X")
         session.cancel()
@@ -422,12 +422,12 @@ async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None
     from gputui.bench.attribution import ThroughputPoint
     from gputui.bench.result import Result
     from gputui.bench.run_queue import Finished
-    from gputui.ui.bench_session import LiveRun, Planned, spec_label
+    from gputui.ui.bench_session import LiveRun, Planned, request_label
     from tests.ui.helpers import T0
     from tests.ui.test_snapshots import check_snapshot
 
-    spec = make_spec("cnn-train", device="cuda:0", batch_size=64, channels_last=True)
-    doc = results.empty_result("20260314-092653-000-abcde", spec)
+    spec = make_request("cnn-train", device="cuda:0", batch_size=64, channels_last=True)
+    doc = results_store.empty_result("20260314-092653-000-abcde", spec)
     doc.update(status="ok", started_at="2026-03-14T09:26:53.000Z", device="cuda:0",
                device_name="NVIDIA A100-SXM4-80GB", peak_memory_bytes=12 * 2**30,
                throughput={"median": 2410.0, "mean": 2400.0, "unit": "images/s",
@@ -436,12 +436,12 @@ async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None
                energy_j_per_sample=0.121, avg_power_w=292.0,
                phases_ms={"data": 0.4, "h2d": 1.9, "forward": 8.1, "backward": 14.6,
                           "optimizer": 1.6})
-    results.save(doc)
+    results_store.save(doc)
     app, sampler = make_app()
     async with app.run_test(size=SIZE) as pilot:
         sampler.ingest(snap(0, [gpu(0)]))
         session = bench_session(app)
-        planned = Planned(spec, spec_label(spec), id=str(doc["id"]))
+        planned = Planned(spec, request_label(spec), id=str(doc["id"]))
         result = Result.from_dict(doc)
         live = LiveRun(planned, started_wall=T0, finished_wall=T0,
                        stage="done", device="cuda:0", device_name="NVIDIA A100-SXM4-80GB",
@@ -455,8 +455,8 @@ async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None
         session.last = live
         session.finished_runs.append(live)
         # Waiting, not started: put straight into the queue's list (no worker here).
-        session.runs._pending.append(Planned(make_spec("matmul", device="cuda:0"),
-                                             spec_label(make_spec("matmul", device="cuda:0"))))
+        waiting = make_request("matmul", device="cuda:0")
+        session.runs._pending.append(Planned(waiting, request_label(waiting)))
         screen = await open_bench(pilot)
         await wait_until(pilot, lambda: len(table_rows(screen)) == 1, "the result row")
         await pilot.pause()

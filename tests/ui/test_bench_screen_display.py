@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Select
 
-from gputui.bench import events, results
+from gputui.bench import events, results_store
 from gputui.bench.attribution import ThroughputPoint
+from gputui.bench.request import make_request
 from gputui.bench.result import Result
-from gputui.bench.runner import make_spec
 from gputui.telemetry.replay import Recording
 from gputui.ui.app import GputuiApp
-from gputui.ui.bench_session import LiveRun, Planned, bench_session, spec_label
+from gputui.ui.bench_session import LiveRun, Planned, bench_session, request_label
 from gputui.ui.options import AppOptions
 from gputui.ui.screens.bench import BenchScreen, CompareScreen, stderr_lines
 from gputui.ui.screens.help import HelpScreen
@@ -38,17 +38,17 @@ PROSE = ("peak_memory", "latency", "sync", "shapes")
 
 
 def _save_pair() -> list[dict[str, object]]:
-    base = make_spec("cnn-infer", device="cpu", batch_size=2)
+    base = make_request("cnn-infer", device="cpu", batch_size=2)
     docs = []
     for i, (tp, tag) in enumerate(((100.0, "alpha"), (101.0, "bravo"))):
-        doc = results.empty_result(f"20260101-00000{i}-000-abcde{i}", base)
+        doc = results_store.empty_result(f"20260101-00000{i}-000-abcde{i}", base)
         doc.update(status="ok", started_at=f"2026-01-01T00:00:0{i}.000Z",
                    throughput={"median": tp, "mean": tp, "unit": "images/s", "p10": 70.0 + 60 * i,
                                "p90": tp},
                    settings={key: f"{tag}-{key} " + "a long prose description " * 8
                              for key in PROSE},
                    device_name="Fake CPU")
-        results.save(doc)
+        results_store.save(doc)
         docs.append(doc)
     return docs
 
@@ -98,9 +98,9 @@ async def test_invalid_input_is_also_a_toast() -> None:
 
 
 def _live(doc: dict[str, object] | None, values: list[float]) -> LiveRun:
-    spec = make_spec("cnn-train", device="cuda:0")
+    spec = make_request("cnn-train", device="cuda:0")
     result = Result.from_dict({"benchmark": "cnn-train", **doc}) if doc is not None else None
-    live = LiveRun(Planned(spec, spec_label(spec), id="x"), started_wall=T0, result=result)
+    live = LiveRun(Planned(spec, request_label(spec), id="x"), started_wall=T0, result=result)
     live.points = [ThroughputPoint(T0, 0.5, v) for v in values]
     return live
 
@@ -137,7 +137,7 @@ async def test_chart_scale_includes_the_headline_figures() -> None:
     async with app.run_test(size=(140, 50)) as pilot:
         sampler.ingest(snap(0, [gpu(0)]))
         session = bench_session(app)
-        doc = results.empty_result("20260101-000000-000-abcde", make_spec("cnn-train"))
+        doc = results_store.empty_result("20260101-000000-000-abcde", make_request("cnn-train"))
         doc.update(status="ok", throughput={"median": 9000.0, "mean": 2600.0,
                                             "unit": "images/s"})
         live = _live(dict(doc), [2000.0, 2200.0, 2400.0])
@@ -243,7 +243,7 @@ HOSTILE = "\x1b]0;pwned\x07[link=file:///etc/passwd]click[/link]"
 async def test_hostile_strings_in_a_result_are_shown_escaped(data_dir: Path) -> None:
     docs = _save_pair()
     doc = dict(docs[0], id="20260101-000005-000-hostil", model=HOSTILE, device_name=HOSTILE)
-    results.save(doc)
+    results_store.save(doc)
     app, _ = make_app()
     async with app.run_test(size=(200, 50)) as pilot:
         screen = await open_bench(pilot)

@@ -13,17 +13,13 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "gputui"
 
-# The worker side of bench/: the only modules that may import torch. Everything else in
-# gputui/ is parent side (CLI, runner, queue, TUI) and must load without torch.
-BENCH_WORKER_SIDE = {"worker.py", "pipe.py", "cancel.py", "failures.py", "environment.py",
-                     "context.py", "measure.py", "timing.py", "workloads.py", "energy.py",
-                     "memory.py", "distributed.py", "profiling.py", "gpu_window.py"}
-BENCH_WORKER_DIRS = {"kinds"}
+# The worker side of bench/ is one folder: the only place that may import torch. Everything
+# else in gputui/ is parent side (CLI, runner, queue, TUI) and must load without torch.
+WORKER_PACKAGE = ("bench", "worker")
 
 
 def _worker_side(rel: Path) -> bool:
-    return rel.parts[0] == "bench" and (rel.name in BENCH_WORKER_SIDE
-                                        or rel.parts[1] in BENCH_WORKER_DIRS)
+    return rel.parts[:2] == WORKER_PACKAGE
 
 
 def _imports(path: Path) -> set[str]:
@@ -63,6 +59,70 @@ def test_torch_only_on_the_worker_side_of_bench() -> None:
         if not _worker_side(rel):
             offenders.append(rel.as_posix())
     assert offenders == []
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def test_parent_side_never_imports_the_worker_package() -> None:
+    """The child is started by name (`python -m gputui.bench.worker`), never imported."""
+    offenders = [p.relative_to(PKG).as_posix() for p in _sources()
+                 if not _worker_side(p.relative_to(PKG))
+                 and any(m == "gputui.bench.worker" or m.startswith("gputui.bench.worker.")
+                         for m in _imported_modules(p))]
+    assert offenders == []
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle in `graph` (module → modules it imports), or [] when there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> list[str]:
+        state[name] = 1
+        path.append(name)
+        for dep in sorted(graph[name]):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep):], dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[name] = 2
+        return []
+
+    for name in sorted(graph):
+        if name not in state and (found := visit(name)):
+            return found
+    return []
+
+
+def test_no_import_cycle_in_bench() -> None:
+    """Every import counts, also one inside a function or under TYPE_CHECKING: a cycle
+    hidden that way is still two modules that cannot be understood one without the other."""
+    paths = {_module_name(p): p for p in sorted((PKG / "bench").rglob("*.py"))}
+    graph = {name: {m for m in _imported_modules(path) if m in paths and m != name}
+             for name, path in paths.items()}
+    assert _cycle(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
 
 
 def test_textual_only_in_ui() -> None:

@@ -23,6 +23,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Button, Input, Static
 
+from gputui.bench.request import RunRequest
 from gputui.telemetry.model import Snapshot
 from gputui.ui.bench_messages import BenchChanged
 from gputui.ui.bench_session import BenchSession, LiveRun, bench_session
@@ -158,8 +159,8 @@ class BenchScreen(Screen[None]):
     def form_error(self) -> str:
         return self.form.form_error
 
-    def build_spec(self) -> dict[str, Any] | None:
-        return self.form.build_spec()
+    def build_request(self) -> RunRequest | None:
+        return self.form.build_request()
 
     @property
     def marked(self) -> list[str]:
@@ -261,13 +262,13 @@ class BenchScreen(Screen[None]):
         self._submit()
 
     def _submit(self) -> None:
-        spec = self.build_spec()
-        if spec is None:
+        request = self.build_request()
+        if request is None:
             return
         self.session.form = self.form.saved()
-        ahead = self.session.submit(spec)
+        ahead = self.session.submit(request)
         if ahead:
-            self.notify(f"Queued behind {ahead} run(s): {spec.get('benchmark')}", timeout=3)
+            self.notify(f"Queued behind {ahead} run(s): {request.benchmark}", timeout=3)
 
     def action_cancel_run(self) -> None:
         if not self.session.cancel():

@@ -13,8 +13,9 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from gputui.bench.compare import compare
-from gputui.bench.fmt import NA, fmt_bytes, fmt_num, fmt_ratio, plain, throttled_mark
+from gputui.bench.fmt import NA, fmt_bytes, fmt_num, fmt_ratio, plain
 from gputui.bench.result import Result
+from gputui.bench.result_text import throttled_mark
 from gputui.safe_text import printable
 
 NOISE = 0.02  # ratios within ±2 % of 1 are noise: not coloured as better or worse

@@ -1,6 +1,6 @@
 """The benchmark form: the catalog, the settings (empty means the catalog default, shown
 as the placeholder), the switches that apply, the buttons and the queue. It turns what was
-typed into a validated spec with the catalog's own checks, so the TUI and the CLI reject
+typed into a validated run request with the catalog's own checks, so the TUI and the CLI reject
 the same things."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, 
 from textual.widgets.option_list import Option
 
 from gputui.bench import catalog
+from gputui.bench.request import RunRequest, make_request
 from gputui.bench.run_queue import Planned
-from gputui.bench.runner import make_spec
 from gputui.errors import UsageError
 from gputui.telemetry.model import Snapshot
 
@@ -33,8 +33,8 @@ INT_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def parse_form(bench_name: str, values: Mapping[str, str | None]) -> dict[str, Any]:
-    """Form text → a validated spec (make_spec). Raises UsageError with one line."""
+def parse_form(bench_name: str, values: Mapping[str, str | None]) -> RunRequest:
+    """Form text → a validated run request. Raises UsageError with one line."""
     bench = catalog.get(bench_name)
     kw: dict[str, Any] = {}
     if bench.models and values.get("model"):
@@ -77,7 +77,7 @@ def parse_form(bench_name: str, values: Mapping[str, str | None]) -> dict[str, A
         if values.get(wid) == "1" and flag_applies(bench, key):
             kw[key] = True
     # Checks are the catalog's own, so the TUI and the CLI reject the same things.
-    return make_spec(bench_name, **kw)
+    return make_request(bench_name, **kw)
 
 
 # Switches (Checkbox id, spec key, label) and extra whole-number fields (Input id, spec
@@ -393,11 +393,11 @@ class BenchForm(VerticalScroll):
     def form_error(self) -> str:
         return str(self.query_one("#form-error", Static).render())
 
-    def build_spec(self) -> dict[str, Any] | None:
+    def build_request(self) -> RunRequest | None:
         try:
-            spec = parse_form(self.bench_name, self.form_values())
+            request = parse_form(self.bench_name, self.form_values())
         except UsageError as exc:
             self._set_error(" ".join(str(exc).split()))
             return None
         self._set_error(None)
-        return spec
+        return request

@@ -26,12 +26,12 @@ from gputui.bench.fmt import (
     fmt_big,
     fmt_bytes,
     fmt_eta,
-    fmt_headline,
     fmt_ms,
     fmt_num,
     fmt_percentiles,
     remaining_s,
 )
+from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.throttle import ThrottleEpisode
@@ -147,7 +147,7 @@ class LiveRunView(VerticalScroll):
         self._callout(live, episodes, now)
         self.query_one("#live-stats", Static).update(self._stats(live))
         phases = self.query_one(PhaseBar)
-        phases.display = catalog.get(str(live.spec.get("benchmark"))).kind == "train"
+        phases.display = catalog.get(live.request.benchmark).kind == "train"
         phases.set_phases(live.phases_ms or (live.result.phases_ms if live.result else None),
                           empty_text=("phase split: " + NO_WINDOWS) if failed
                           else "phase split: none measured" if live.done
@@ -210,7 +210,7 @@ class LiveRunView(VerticalScroll):
 
     def _stats(self, live: LiveRun) -> Text:
         result = live.result
-        bench = catalog.get(str(live.spec.get("benchmark")))
+        bench = catalog.get(live.request.benchmark)
         lines: list[str] = []
         tp = result.throughput if result is not None else None
         if tp is not None and tp.value is not None:
@@ -244,7 +244,7 @@ class LiveRunView(VerticalScroll):
         power_text = "" if power is None else f"  avg power {power:.0f} W"
         lines.append(f"peak memory {mem}  energy/sample {energy_text}{power_text}")
         if result is not None:
-            from gputui.bench.gpu_window import window_text
+            from gputui.bench.clock_window import window_text
             from gputui.bench.references import for_result
 
             data = result.settings.get("data")
@@ -252,8 +252,9 @@ class LiveRunView(VerticalScroll):
                 lines.append("input data: " + ("synthetic, made on the device"
                                                if data == "device" else
                                                "pinned host buffers, copied each step"))
-            from gputui.bench.fmt import fmt_trials, throttled_mark
-            from gputui.bench.window import window_words
+            from gputui.bench.fmt import fmt_trials
+            from gputui.bench.result_text import throttled_mark
+            from gputui.bench.throttle_window import window_words
 
             trials = fmt_trials(result.throughput)
             if trials:
@@ -269,7 +270,7 @@ class LiveRunView(VerticalScroll):
                       else None)
             if during:
                 lines.append(f"GPU during run: {during}")
-            from gputui.bench.topology import topology_words
+            from gputui.bench.ddp_topology import topology_words
 
             topo = topology_words(result.config)
             if topo:

@@ -12,9 +12,10 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from gputui.bench import results
-from gputui.bench.fmt import fmt_headline, when
+from gputui.bench import results_store
+from gputui.bench.fmt import when
 from gputui.bench.result import Result
+from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
 
 TITLE = "Results (space: mark two · c: compare)"
@@ -53,7 +54,7 @@ class ResultsTable(DataTable[str | Text]):
 
     async def _load(self) -> None:
         # Reading every result file is disk I/O: off the event loop.
-        hist = await asyncio.to_thread(results.history)
+        hist = await asyncio.to_thread(results_store.history)
         self.show(hist.results, hist.warnings)
 
     def show(self, docs: list[Result], skipped: list[str]) -> None:

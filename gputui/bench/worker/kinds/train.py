@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gputui.bench import events
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     fill_loop,
     maybe_profile,
     measure,
@@ -18,7 +18,7 @@ from gputui.bench.measure import (
 
 @register("train")
 def run_train(ctx: Ctx) -> None:
-    from gputui.bench.workloads import TrainStep
+    from gputui.bench.worker.workloads import TrainStep
 
     res, dev = ctx.result, ctx.device
     unit = ctx.bench.unit

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.atomic import write_atomic
+from gputui.bench.request import RunRequest
 from gputui.bench.result import SCHEMA_VERSION, STATUSES, DamagedResult, Result, ResultBuilder
 from gputui.errors import GputuiError, UsageError
 from gputui.safe_text import printable
@@ -72,9 +73,9 @@ def _valid_id(result_id: str) -> bool:
 # --------------------------------------------------------------------------- documents
 
 
-def empty_result(result_id: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+def empty_result(result_id: str, request: RunRequest) -> dict[str, Any]:
     """Every key of the contract with "not measured" values (the builder's skeleton)."""
-    b = ResultBuilder.for_spec(result_id, spec)
+    b = ResultBuilder.for_request(result_id, request)
     b.status = "failed"
     return b.build().to_dict()
 

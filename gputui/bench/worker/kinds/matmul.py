@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.bench import events, peaks
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.request import RunRequest
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     do_warmup,
     energy_meter,
     loop_throughput,
@@ -31,11 +32,11 @@ SWEEP_CPU: tuple[tuple[int, int, int], ...] = ((128, 128, 128), (256, 256, 256),
                                                (512, 512, 512))
 
 
-def shapes_of(spec: dict[str, Any], params: dict[str, Any],
+def shapes_of(req: RunRequest, params: dict[str, Any],
               device_type: str) -> list[tuple[int, int, int]]:
-    if spec.get("shapes"):
-        return [(int(m), int(n), int(k)) for m, n, k in spec["shapes"]]
-    if spec.get("sweep"):
+    if req.shapes:
+        return [(int(m), int(n), int(k)) for m, n, k in req.shapes]
+    if req.sweep:
         return list(SWEEP_CUDA if device_type == "cuda" else SWEEP_CPU)
     n = int(params["size"])
     return [(n, n, n)]
@@ -61,16 +62,16 @@ def dtypes_for(device: Any) -> list[str]:
 def run_matmul(ctx: Ctx) -> None:
     import torch
 
-    spec, res, dev = ctx.spec, ctx.result, ctx.device
-    shapes = shapes_of(spec, ctx.params, dev.type)
+    req, res, dev = ctx.request, ctx.result, ctx.device
+    shapes = shapes_of(req, ctx.params, dev.type)
     single = len(shapes) == 1
     dtypes = dtypes_for(dev)
     row, source = peak_row(ctx)
     res.settings.update({
         "shapes": {"mnk": [list(s) for s in shapes]}, "dtypes": dtypes,
         "flops_per_step": {f"{m}x{n}x{k}": 2 * m * n * k for m, n, k in shapes},
-        "bound": (f"{spec['duration_s']:g} s of timed work per point"
-                  if spec.get("duration_s") else f"{spec.get('steps')} steps per point")})
+        "bound": (f"{req.duration_s:g} s of timed work per point"
+                  if req.duration_s else f"{req.steps} steps per point")})
     if single:
         res.settings["size"] = shapes[0][0] if len(set(shapes[0])) == 1 else None
     torch_dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
@@ -101,10 +102,10 @@ def _point(ctx: Ctx, torch: Any, dt: str, dtype: Any, shape: tuple[int, int, int
            single: bool, row: peaks.PeakRow | None, source: str | None,
            best: dict[str, tuple[float, tuple[int, int, int]]]) -> bool:
     """Measure one dtype × shape; False when the run was cancelled during it."""
-    spec, res, dev = ctx.spec, ctx.result, ctx.device
+    req, res, dev = ctx.request, ctx.result, ctx.device
     m, n, k = shape
     flops = 2 * m * n * k
-    gen = torch.Generator(device=dev).manual_seed(spec["seed"])
+    gen = torch.Generator(device=dev).manual_seed(req.seed)
     a = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
     b = torch.randn(k, n, device=dev, dtype=dtype, generator=gen)
     c = torch.empty(m, n, device=dev, dtype=dtype)
@@ -112,7 +113,7 @@ def _point(ctx: Ctx, torch: Any, dt: str, dtype: Any, shape: tuple[int, int, int
     def step(_: int) -> None:
         torch.mm(a, b, out=c)
 
-    do_warmup(ctx, step, spec["warmup"])
+    do_warmup(ctx, step, req.warmup)
     meter = energy_meter(ctx)
     meter.start()
     loop = measure(ctx, step, 1, "steps/s")
@@ -133,7 +134,7 @@ def _point(ctx: Ctx, torch: Any, dt: str, dtype: Any, shape: tuple[int, int, int
     res.add_counts(loop.steps, None)  # steps, not samples: a probe has none
     if tp.value is not None and (dt not in best or tp.value > best[dt][0]):
         best[dt] = (tp.value, shape)
-        if dt == spec["precision"] or res.throughput is None:
+        if dt == req.precision or res.throughput is None:
             res.throughput = tp
             res.extra["headline_point"] = f"{dt} {m}x{n}x{k}"
             res.avg_power_w = reading.get("avg_power_w")

@@ -28,10 +28,11 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gputui.bench import catalog, events
+from gputui.bench.request import RunRequest
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
-    from gputui.bench.context import Ctx
+    from gputui.bench.worker.context import Ctx
 
 
 def free_port() -> int:
@@ -43,8 +44,9 @@ def free_port() -> int:
 def run_ddp(ctx: Ctx) -> None:
     from gputui.bench.launch import plan as make_plan
 
-    spec, dev = ctx.spec, ctx.device
-    lp = make_plan(spec, os.environ)
+    req, dev = ctx.request, ctx.device
+    lp = make_plan(os.environ, nproc=req.nproc, nnodes=req.nnodes, node_rank=req.node_rank,
+                   rdzv_endpoint=req.rdzv_endpoint)
     if lp is None:
         raise UsageError("a distributed run needs --nproc or --nnodes above 1")
     world, local = lp.world, lp.local
@@ -57,12 +59,12 @@ def run_ddp(ctx: Ctx) -> None:
         raise UsageError(f"{local} rank(s) from cuda:{first} need GPUs {first}.."
                          f"{need - 1}; {torch.cuda.device_count()} visible")
     # Each rank gets its share of the cores: N ranks × all cores would oversubscribe.
-    threads = spec.get("threads") or max(1, (os.cpu_count() or 1) // local)
+    threads = req.threads or max(1, (os.cpu_count() or 1) // local)
     port = lp.port if lp.port is not None else free_port()
     if lp.launcher is not None:
         # torchrun/srun made this worker one rank: run it here, reporting directly.
         here = _Here(ctx)
-        rank_main(int(lp.rank or 0), world, port, backend, spec, dev.type, threads, here,
+        rank_main(int(lp.rank or 0), world, port, backend, req, dev.type, threads, here,
                   ctx.cancel, os.getppid(), first, lp.host, lp.local_rank, True)
         if here.failure is not None:
             raise RankFailed(here.failure)
@@ -74,7 +76,7 @@ def run_ddp(ctx: Ctx) -> None:
     q: Any = mpc.Queue()
     stop = mpc.Event()
     procs = [
-        mpc.Process(target=rank_main, args=(lp.global_rank(r), world, port, backend, spec,
+        mpc.Process(target=rank_main, args=(lp.global_rank(r), world, port, backend, req,
                                             dev.type, threads, q, stop, os.getpid(), first,
                                             lp.host, r), daemon=True)
         for r in range(local)
@@ -149,8 +151,8 @@ class RankFailed(Exception):
 
 def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
           first: int = 0, lp: Any = None) -> None:
-    from gputui.bench.measure import fill_loop
-    from gputui.bench.timing import LoopStats
+    from gputui.bench.worker.measure import fill_loop
+    from gputui.bench.worker.timing import LoopStats
 
     res = ctx.result
     loop = LoopStats(steps=p["steps"], samples=p["samples"], wall_s=p["wall_s"],
@@ -186,7 +188,7 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
     # Energy: every rank's GPU counter over its own timed loop, summed (None on CPU or
     # when any rank could not read it, or the window was too short to trust).
     joules, windows = p.get("per_rank_joules"), p.get("per_rank_window_s")
-    from gputui.bench.energy import MIN_ENERGY_WINDOW_S
+    from gputui.bench.worker.energy import MIN_ENERGY_WINDOW_S
 
     if (joules and all(j is not None and j >= 0 for j in joules) and windows
             and max(windows) >= MIN_ENERGY_WINDOW_S):
@@ -216,7 +218,7 @@ def die_with_parent(parent_pid: int) -> None:
 PR_SET_PDEATHSIG = 1
 
 
-def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, Any],
+def rank_main(rank: int, world: int, port: int, backend: str, req: RunRequest,
               device_type: str, threads: int, q: Any, stop: Any, parent_pid: int,
               first: int = 0, host: str = "127.0.0.1", local_rank: int | None = None,
               reporter: bool | None = None) -> None:
@@ -225,10 +227,10 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
     local = rank if local_rank is None else local_rank
     reports = local == 0 if reporter is None else reporter
     die_with_parent(parent_pid)
-    from gputui.bench.failures import classify
-    from gputui.bench.measure import peak_memory, reset_peak
-    from gputui.bench.timing import PhaseTimer, sync, timed_loop
-    from gputui.bench.workloads import TrainStep, configure_precision, make_workload
+    from gputui.bench.worker.failures import classify
+    from gputui.bench.worker.measure import peak_memory, reset_peak
+    from gputui.bench.worker.timing import PhaseTimer, sync, timed_loop
+    from gputui.bench.worker.workloads import TrainStep, configure_precision, make_workload
 
     local_stop = {"v": False}
 
@@ -238,7 +240,7 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
     # The runner may signal the whole process group: stop with the others, not alone.
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
-    batch = spec["batch_size"]
+    batch = req.batch_size
     try:
         torch.set_num_threads(threads)
         if device_type == "cuda":
@@ -250,24 +252,24 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
         addr = f"[{host}]" if ":" in host else host
         dist.init_process_group(backend, init_method=f"tcp://{addr}:{port}", rank=rank,
                                 world_size=world, timeout=timedelta(minutes=5))
-        configure_precision(dev, spec["precision"])
+        configure_precision(dev, req.precision)
         # DDP broadcasts rank 0's weights at construction; every rank starts identical.
-        wl = make_workload(spec, dev, batch)
+        wl = make_workload(req, dev, batch)
         ddp = torch.nn.parallel.DistributedDataParallel(
             wl.model, device_ids=[dev.index] if dev.type == "cuda" else None)
-        step = TrainStep(wl, dev, spec["precision"], spec["compile"], ddp_model=ddp)
+        step = TrainStep(wl, dev, req.precision, req.compile, ddp_model=ddp)
 
         def emit(ev: events.Event) -> None:
             if reports:
                 q.put(("event", ev))
 
-        n_warm = int(spec["warmup"])
+        n_warm = int(req.warmup)
         for i in range(n_warm):
             step(i)
             emit(events.Warmup(i + 1, n_warm))
         sync(dev)
         reset_peak(dev)
-        from gputui.bench.energy import EnergyMeter, NvmlLink
+        from gputui.bench.worker.energy import EnergyMeter, NvmlLink
 
         link = NvmlLink(dev) if dev.type == "cuda" else None
         meter = EnergyMeter(link if link is not None and link.available else None,
@@ -290,8 +292,8 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
             return total, stops > 0, max(1, ws)
 
         stats = timed_loop(step, device=dev, samples_per_step=wl.samples_per_step,
-                           steps=spec.get("steps"), duration_s=spec.get("duration_s"),
-                           unit=catalog.get(spec["benchmark"]).unit, emit=emit,
+                           steps=req.steps, duration_s=req.duration_s,
+                           unit=catalog.get(req.benchmark).unit, emit=emit,
                            make_progress=events.Progress, window_hook=window)
         stopped = local_stop["v"] or stop.is_set()
         reading = meter.stop(0).get("extra") or {}
@@ -311,7 +313,7 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
         dist.all_gather(gathered, mine)
         # Each rank's GPU by UUID (None on a CPU): the runner maps them to NVML devices
         # for config.topology (cuda:N is not NVML's index N under CUDA_VISIBLE_DEVICES).
-        from gputui.bench.energy import torch_uuid
+        from gputui.bench.worker.energy import torch_uuid
 
         uuids: list[str | None] = [None] * world
         dist.all_gather_object(uuids, torch_uuid(dev))
@@ -346,7 +348,7 @@ def rank_main(rank: int, world: int, port: int, backend: str, spec: dict[str, An
         import traceback
 
         traceback.print_exc()
-        q.put(("error", classify(exc, batch, spec)))
+        q.put(("error", classify(exc, batch, req)))
 
 
 ALLREDUCE_DEFINITION = ("all-reduce of one gradient's worth of fp32 (every trainable "
@@ -357,7 +359,7 @@ ALLREDUCE_DEFINITION = ("all-reduce of one gradient's worth of fp32 (every train
 def _time_allreduce(model: Any, dev: torch.device, step_ms: list[float]) -> dict[str, Any]:
     """What share of a step one gradient all-reduce would take (every rank calls this)."""
     from gputui.bench.stats import percentile
-    from gputui.bench.timing import sync
+    from gputui.bench.worker.timing import sync
 
     numel = sum(p.numel() for p in model.parameters() if p.requires_grad)
     buf = torch.zeros(numel, dtype=torch.float32, device=dev)
@@ -381,14 +383,14 @@ def _fill_scaling(ctx: Ctx, p: dict[str, Any], world: int) -> None:
     """extra.allreduce, and extra.scaling against --baseline (the same run, one process)."""
     from gputui.bench.launch import scaling
 
-    res, spec = ctx.result, ctx.spec
+    res, req = ctx.result, ctx.request
     if p.get("allreduce") is not None:
         res.extra["allreduce"] = p["allreduce"]
     total = res.throughput.value if res.throughput is not None else None
-    eff = scaling(total, world, spec.get("baseline_value"), spec.get("baseline_world"))
+    eff = scaling(total, world, req.baseline_value, req.baseline_world)
     if eff is not None:
         res.extra["scaling"] = {
-            "baseline_id": spec.get("baseline_id"), "baseline_value": spec["baseline_value"],
-            "baseline_world": spec.get("baseline_world") or 1, "world_size": world,
+            "baseline_id": req.baseline_id, "baseline_value": req.baseline_value,
+            "baseline_world": req.baseline_world or 1, "world_size": world,
             "total": total, "efficiency": eff,
             "definition": "total ÷ (ranks × the baseline's throughput per process)"}

@@ -8,6 +8,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from gputui.bench.request import RunRequest
+
 log = logging.getLogger("gputui.bench.worker")
 
 HOOK_ENV = "GPUTUI_BENCH_TEST_HOOKS"
@@ -45,14 +47,14 @@ class TestHooks:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, spec: Mapping[str, Any], enabled: bool) -> None:
-        self.hook = spec.get("test_hook") if enabled else None
-        self.params: Mapping[str, Any] = spec.get("params") or {}
+    def __init__(self, request: RunRequest, enabled: bool) -> None:
+        self.hook = request.test_hook if enabled else None
+        self.params: Mapping[str, Any] = request.params or {}
         self.fired = False
 
     @classmethod
-    def from_env(cls, spec: Mapping[str, Any]) -> TestHooks:
-        return cls(spec, os.environ.get(HOOK_ENV) == "1")
+    def from_env(cls, request: RunRequest) -> TestHooks:
+        return cls(request, os.environ.get(HOOK_ENV) == "1")
 
     def fire(self) -> None:
         hook = self.hook

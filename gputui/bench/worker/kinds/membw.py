@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gputui.bench import events, peaks, stats
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     do_warmup,
     energy_meter,
     loop_throughput,
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def run_membw(ctx: Ctx) -> None:
     import torch
 
-    spec, res, dev = ctx.spec, ctx.result, ctx.device
+    req, res, dev = ctx.request, ctx.result, ctx.device
     nbytes = int(ctx.params["array_bytes"])
     n = nbytes // 4
     row, source = peak_row(ctx)
@@ -34,9 +34,9 @@ def run_membw(ctx: Ctx) -> None:
     res.settings.update({"array_bytes": n * 4, "dtype": "float32",
                          "bytes_counted": "copy 2×array (read+write), triad 3×array",
                          "shapes": {"array": [n]},
-                         "bound": (f"{spec['duration_s']:g} s of timed work per point"
-                                   if spec.get("duration_s") else
-                                   f"{spec.get('steps')} steps per point")})
+                         "bound": (f"{req.duration_s:g} s of timed work per point"
+                                   if req.duration_s else
+                                   f"{req.steps} steps per point")})
     a = torch.ones(n, device=dev)
     b = torch.full((n,), 2.0, device=dev)
     c = torch.full((n,), 0.5, device=dev)
@@ -74,7 +74,7 @@ def run_membw(ctx: Ctx) -> None:
     first: stats.Throughput | None = None
     for label, fn, moved, pk in kernels:
         ctx.checkpoint()
-        do_warmup(ctx, fn, spec["warmup"])
+        do_warmup(ctx, fn, req.warmup)
         meter = energy_meter(ctx)
         meter.start()
         loop = measure(ctx, fn, 1, "steps/s")

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from gputui.bench.timing import sync
+from gputui.bench.worker.timing import sync
 
 
 def profile_steps(

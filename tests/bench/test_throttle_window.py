@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from gputui.bench import results
+from gputui.bench import results_store
+from gputui.bench.request import make_request
 from gputui.bench.result import Result
-from gputui.bench.runner import BenchRun, make_spec
-from gputui.bench.window import (
+from gputui.bench.runner import BenchRun
+from gputui.bench.throttle_window import (
     Reading,
     TimedSpans,
     WindowRecorder,
@@ -170,7 +171,7 @@ def test_runner_stores_the_window_of_a_cuda_run(fake_nvml: Any) -> None:
     # Power-capped for the whole run (fake time frozen inside the capped span).
     fake_nvml.use(SCENARIO, frozen_time=3.0)
     env = {**os.environ, "FAKE_WORKER_MODE": "cuda_timed", "PYTHONPATH": str(REPO)}
-    run = BenchRun(make_spec("cnn-train", device="cuda"), env=env,
+    run = BenchRun(make_request("cnn-train", device="cuda"), env=env,
                    worker_cmd=[sys.executable, str(FAKE)])
     result = run.run()
     assert result.status == "ok"
@@ -200,8 +201,8 @@ def _throttled_doc(fraction: float, value: float = 100.0) -> dict:
 
 def test_throttled_run_is_flagged_in_history_show_compare_export() -> None:
     hot, cool = _throttled_doc(0.5, 90.0), _throttled_doc(0.0, 100.0)
-    results.save(cool)
-    results.save(hot)
+    results_store.save(cool)
+    results_store.save(hot)
     wide = {"COLUMNS": "250"}
     proc = gputui("bench", "history", env=wide)
     assert proc.returncode == 0, proc.stderr
@@ -249,7 +250,7 @@ def test_a_slow_monitor_sampler_gets_a_2_hz_reader_for_the_window(fake_nvml: Any
     fake_nvml.use(SCENARIO, frozen_time=1.0)  # before the capped span: not throttled
     monitor = _SlowMonitor()
     env = {**os.environ, "FAKE_WORKER_MODE": "cuda_timed", "PYTHONPATH": str(REPO)}
-    result = BenchRun(make_spec("cnn-train", device="cuda"), env=env, sampler=monitor,
+    result = BenchRun(make_request("cnn-train", device="cuda"), env=env, sampler=monitor,
                       worker_cmd=[sys.executable, str(FAKE)]).run()
     # The monitor never produced a reading; the runner's own 2 Hz reader did.
     assert monitor.listeners == []

@@ -3,7 +3,7 @@
 Models are built with random weights (nothing is downloaded); data is random tensors made
 once before timing, so the timed loop measures the model, not the generator.
 
-Where the batches live (`spec["data"]`, recorded as `settings.data`):
+Where the batches live (`request.data`, recorded as `settings.data`):
 - "device" (default, as published synthetic-data results do): the batches are made on the
   device, in the dtype the model computes in; a step copies nothing.
 - "host": a realistic input pipeline. Batches sit in pinned host memory and each step's
@@ -23,7 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from gputui.bench.timing import PhaseTimer
+from gputui.bench.request import RunRequest
+from gputui.bench.worker.timing import PhaseTimer
 
 DATA_MODES: tuple[str, ...] = ("device", "host")
 HOST_POOL = 4  # distinct host batches cycled through, so caches do not see one batch only
@@ -290,48 +291,48 @@ class Workload:
             self.feed = DeviceFeed(self.batches)
 
 
-def data_mode(spec: dict[str, Any]) -> str:
-    mode = spec.get("data") or "device"
+def data_mode(req: RunRequest) -> str:
+    mode = req.data or "device"
     if mode not in DATA_MODES:
         raise ValueError(f"bad data placement {mode!r} (choose from {', '.join(DATA_MODES)})")
     return mode
 
 
-def make_workload(spec: dict[str, Any], device: torch.device, batch: int,
+def make_workload(req: RunRequest, device: torch.device, batch: int,
                   pool: int | None = None) -> Workload:
-    """The model and its synthetic batches, placed as `spec["data"]` says.
+    """The model and its synthetic batches, placed as `request.data` says.
 
     `pool` overrides how many distinct batches are made (the batch-finder uses one, so that
     inputs do not crowd out the memory it probes)."""
-    torch.manual_seed(int(spec["seed"]))
-    mode = data_mode(spec)
+    torch.manual_seed(int(req.seed))
+    mode = data_mode(req)
     on_host = mode == "host"
     where = torch.device("cpu") if on_host else device
-    gen = torch.Generator(device=where).manual_seed(int(spec["seed"]))
+    gen = torch.Generator(device=where).manual_seed(int(req.seed))
     n = pool or (HOST_POOL if on_host else DEVICE_POOL)
     pin_for = device if on_host else None
-    bench = spec["benchmark"]
-    params = spec.get("params", {})
+    bench = req.benchmark
+    params = req.params or {}
     if bench.startswith("rnn"):
         vocab, hidden, layers = params["vocab"], params["hidden"], params["layers"]
-        model = RnnLM(spec["model"], vocab, hidden, layers)
-        seq = int(spec["seq_len"])
+        model = RnnLM(req.model, vocab, hidden, layers)
+        seq = int(req.seq_len)
         batches = token_batches(batch, seq, vocab, where, gen, n=n, pin_for=pin_for)
         wl = Workload(
             model=model.to(device), batches=batches, samples_per_step=batch * seq,
             shapes={"tokens": [batch, seq], "vocab": vocab, "hidden": hidden, "layers": layers},
             is_lm=True, data=mode)
     else:
-        size = int(spec["image_size"])
-        model = build_cnn(spec["model"], size).to(device)
-        if spec["channels_last"]:
+        size = int(req.image_size)
+        model = build_cnn(req.model, size).to(device)
+        if req.channels_last:
             model = model.to(memory_format=torch.channels_last)
-        dtype = input_dtype(spec["precision"])
-        batches = image_batches(batch, size, 1000, where, spec["channels_last"], gen, n=n,
+        dtype = input_dtype(req.precision)
+        batches = image_batches(batch, size, 1000, where, req.channels_last, gen, n=n,
                                 dtype=dtype, pin_for=pin_for)
         wl = Workload(model=model, batches=batches, samples_per_step=batch,
                       shapes={"input": [batch, 3, size, size], "classes": 1000}, data=mode)
-    ahead = spec.get("mode") != "latency"
+    ahead = req.mode != "latency"
     if on_host:
         wl.feed = HostFeed(batches, device, ahead=ahead)
     x0 = batches[0][0]

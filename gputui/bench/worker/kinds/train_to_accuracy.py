@@ -13,9 +13,9 @@ import copy
 import time
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import peak_memory
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import peak_memory
 
 
 @register("train-to-accuracy")
@@ -23,26 +23,26 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     import torch
     from torch import nn
 
-    from gputui.bench.timing import sync
-    from gputui.bench.workloads import SmallCNN, Teacher, autocast, synthetic_images
+    from gputui.bench.worker.timing import sync
+    from gputui.bench.worker.workloads import SmallCNN, Teacher, autocast, synthetic_images
 
-    spec, res, dev, p = ctx.spec, ctx.result, ctx.device, ctx.params
-    b, size, classes = spec["batch_size"], spec["image_size"], int(p["classes"])
+    req, res, dev, p = ctx.request, ctx.result, ctx.device, ctx.params
+    b, size, classes = req.batch_size, req.image_size, int(p["classes"])
     ctx.current_batch = b
     target = float(p["target_accuracy"])
     # Bounds: --steps N stops after exactly N steps, --duration S after the step that
     # crosses S seconds of training time (evaluation excluded); the target ends it earlier.
     eval_every = int(p["eval_every"])
-    max_steps: int | None = spec.get("steps")
-    duration_s: float | None = spec.get("duration_s")
-    channels_last = bool(spec["channels_last"])
-    torch.manual_seed(spec["seed"])
-    gen = torch.Generator(device=dev).manual_seed(spec["seed"] + 1)
+    max_steps: int | None = req.steps
+    duration_s: float | None = req.duration_s
+    channels_last = bool(req.channels_last)
+    torch.manual_seed(req.seed)
+    gen = torch.Generator(device=dev).manual_seed(req.seed + 1)
     calib = torch.randn(4096, 3, size, size, device=dev, generator=gen)
     teacher = Teacher(classes, calib).to(dev).eval()
     del calib
     student = SmallCNN(classes).to(dev)
-    if spec["channels_last"]:
+    if req.channels_last:
         student = student.to(memory_format=torch.channels_last)
     x_val = synthetic_images(int(p["val_samples"]), size, dev, gen, channels_last)
     y_val = teacher(x_val).argmax(1)
@@ -55,14 +55,14 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
 
     def make_scaler() -> torch.amp.GradScaler | None:
         return (torch.amp.GradScaler("cuda")
-                if spec["precision"] == "fp16" and dev.type == "cuda" else None)
+                if req.precision == "fp16" and dev.type == "cuda" else None)
 
     loss_fn = nn.CrossEntropyLoss()
 
     def train_step(model: nn.Module, opt: torch.optim.Optimizer,
                    scaler: torch.amp.GradScaler | None, x: torch.Tensor) -> None:
         y = teacher(x).argmax(1)
-        with autocast(dev, spec["precision"]):
+        with autocast(dev, req.precision):
             loss = loss_fn(model(x).float(), y)
         if scaler is not None:
             scaler.scale(loss).backward()
@@ -75,19 +75,19 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
 
     def accuracy_of(model: nn.Module) -> float:
         model.eval()
-        with torch.inference_mode(), autocast(dev, spec["precision"]):
+        with torch.inference_mode(), autocast(dev, req.precision):
             pred = model(x_val).argmax(1)
         model.train()
         return float((pred == y_val).float().mean().item())
 
     # Warm-up on a copy, with its own images: the measured run's model, optimizer state
     # and data sequence are the same whatever the warm-up count.
-    n_warm = int(spec.get("warmup") or 0)
+    n_warm = int(req.warmup or 0)
     t_setup = time.perf_counter()
     if n_warm:
         spare = copy.deepcopy(student)
         spare_opt, spare_scaler = make_opt(spare), make_scaler()
-        warm_gen = torch.Generator(device=dev).manual_seed(spec["seed"] + 2)
+        warm_gen = torch.Generator(device=dev).manual_seed(req.seed + 2)
         for i in range(n_warm):
             ctx.checkpoint()
             train_step(spare, spare_opt, spare_scaler,

@@ -1,25 +1,26 @@
-"""What a benchmark kind gets to work with: the spec, the device, the environment, the
+"""What a benchmark kind gets to work with: the run request, the device, the environment, the
 event emitter, the cancel flag, and the result it fills."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import catalog, events
-from gputui.bench.cancel import CancelFlag, Cancelled, TestHooks
+from gputui.bench.request import RunRequest
 from gputui.bench.result import ResultBuilder
+from gputui.bench.worker.cancel import CancelFlag, Cancelled, TestHooks
 
 if TYPE_CHECKING:
     import torch
 
-    from gputui.bench.energy import NvmlLink
+    from gputui.bench.worker.energy import NvmlLink
 
 
 @dataclass
 class Ctx:
-    spec: dict[str, Any]
+    request: RunRequest  # resolved: the device's defaults are filled in
     device: torch.device
     env: dict[str, Any]
     emit: Callable[[events.Event], None]
@@ -31,11 +32,11 @@ class Ctx:
 
     @property
     def bench(self) -> catalog.Benchmark:
-        return catalog.get(self.spec["benchmark"])
+        return catalog.get(self.request.benchmark)
 
     @property
-    def params(self) -> dict[str, Any]:
-        return self.spec.get("params", {})
+    def params(self) -> Mapping[str, Any]:
+        return self.request.params or {}
 
     def should_stop(self) -> bool:
         return self.cancel.is_set()

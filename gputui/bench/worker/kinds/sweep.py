@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.failures import first_line, is_oom
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.failures import first_line, is_oom
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     do_warmup,
     free_memory,
     loop_throughput,
@@ -29,12 +29,12 @@ def sweep_sizes(max_batch: int, start: int = 1) -> list[int]:
 
 @register("sweep")
 def run_sweep(ctx: Ctx) -> None:
-    from gputui.bench.workloads import InferStep, TrainStep, make_workload
+    from gputui.bench.worker.workloads import InferStep, TrainStep, make_workload
 
-    spec, res, dev = ctx.spec, ctx.result, ctx.device
+    req, res, dev = ctx.request, ctx.result, ctx.device
     unit, train = ctx.bench.unit, ctx.bench.kind == "train"
     # Training starts at 2: BatchNorm cannot train on one sample with a 1×1 feature map.
-    sizes = sweep_sizes(spec["batch_size"], 2 if train else 1)
+    sizes = sweep_sizes(req.batch_size, 2 if train else 1)
     res.extra["sweep_sizes"] = sizes
     res.steps, res.samples = 0, 0
     best: tuple[float, int, stats.Throughput] | None = None
@@ -50,12 +50,12 @@ def run_sweep(ctx: Ctx) -> None:
         step: Any = None
         free_memory(dev)
         try:
-            wl = make_workload(spec, dev, b)
-            step = (TrainStep if train else InferStep)(wl, dev, spec["precision"],
-                                                       spec["compile"])
+            wl = make_workload(req, dev, b)
+            step = (TrainStep if train else InferStep)(wl, dev, req.precision,
+                                                       req.compile)
             res.settings.update({**wl.settings, **step.settings})
             ctx.probe_hook(b)
-            do_warmup(ctx, step, spec["warmup"])
+            do_warmup(ctx, step, req.warmup)
             reset_peak(dev)
             loop = measure(ctx, step, wl.samples_per_step, unit)
             tp = loop_throughput(loop, unit)

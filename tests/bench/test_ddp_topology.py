@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from gputui.bench.config import config_words
+from gputui.bench.ddp_topology import read_topology, topology, topology_words
 from gputui.bench.result import Result
-from gputui.bench.topology import read_topology, topology, topology_words
 from gputui.telemetry.topology import GpuLink, norm_bus_id
 
 U = [f"GPU-7{i}000000-0000-0000-0000-000000000000" for i in range(4)]

@@ -7,16 +7,16 @@ import os
 import platform
 import socket
 import sys
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gputui.bench.memory import PeakRss
+from gputui.bench.request import RunRequest
+from gputui.bench.worker.memory import PeakRss
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
     import torch
 
-    from gputui.bench.energy import NvmlLink
+    from gputui.bench.worker.energy import NvmlLink
 
 
 def cpu_model() -> str:
@@ -100,30 +100,30 @@ def collect_env(device: torch.device, link: NvmlLink | None) -> dict[str, Any]:
     return env
 
 
-def resolve_device(spec: Mapping[str, Any]) -> torch.device:
-    """The torch device the spec asks for; UsageError when it cannot be had here."""
+def resolve_device(request: RunRequest) -> torch.device:
+    """The torch device the request asks for; UsageError when it cannot be had here."""
     import torch
 
-    want = spec["device"]
+    want = request.device
     if want == "auto":
         want = "cuda" if torch.cuda.is_available() else "cpu"
     if want.startswith("cuda"):
         if not torch.cuda.is_available():
             raise UsageError(
-                f"--device {spec['device']}: no CUDA device available "
+                f"--device {request.device}: no CUDA device available "
                 f"(torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'})")
         count = torch.cuda.device_count()
         index = int(want.split(":", 1)[1]) if ":" in want else torch.cuda.current_device()
         if index >= count:
             raise UsageError(f"--device {want}: only {count} CUDA device(s) visible")
-        if int(spec.get("nproc") or 1) * int(spec.get("nnodes") or 1) <= 1:
+        if request.nproc * request.nnodes <= 1:
             # Since CUDA 12 this creates the device's context (~0.5 GB). A DDP worker only
             # coordinates its ranks: it must not hold one on a rank's GPU.
             torch.cuda.set_device(index)
         device = torch.device("cuda", index)
     else:
         device = torch.device("cpu")
-    prec = spec["precision"]
+    prec = request.precision
     if device.type == "cpu" and prec in ("fp16", "tf32"):
         raise UsageError(f"{prec} needs a CUDA device; on CPU use bf16 or fp32")
     if device.type == "cuda":
@@ -143,27 +143,27 @@ def host_peak_text() -> str:
     return probe.description
 
 
-def base_settings(spec: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
+def base_settings(request: RunRequest, device: torch.device) -> dict[str, Any]:
     import torch
 
-    from gputui.bench.workloads import configure_precision
+    from gputui.bench.worker.workloads import configure_precision
 
-    s = spec
+    r = request
     settings: dict[str, Any] = {
-        "benchmark": s["benchmark"], "model": s["model"], "mode": s.get("mode"),
-        "precision": s["precision"], "batch_size": s.get("batch_size"),
-        "image_size": s.get("image_size"), "seq_len": s.get("seq_len"),
-        "steps": s.get("steps"), "duration_s": s.get("duration_s"), "warmup": s.get("warmup"),
-        "channels_last": s["channels_last"], "compile": s["compile"], "sweep": s["sweep"],
-        "nproc": s["nproc"], "seed": s["seed"], "profile": s["profile"],
+        "benchmark": r.benchmark, "model": r.model, "mode": r.mode,
+        "precision": r.precision, "batch_size": r.batch_size,
+        "image_size": r.image_size, "seq_len": r.seq_len,
+        "steps": r.steps, "duration_s": r.duration_s, "warmup": r.warmup,
+        "channels_last": r.channels_last, "compile": r.compile, "sweep": r.sweep,
+        "nproc": r.nproc, "seed": r.seed, "profile": r.profile,
         "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
-        "params": dict(s.get("params") or {}),
+        "params": dict(r.params or {}),
         "timing": "cuda_events" if device.type == "cuda" else "host_clock",
         "sync": "window ends only (windows of ~0.5 s)",
         "peak_memory": ("torch.cuda.max_memory_allocated since the timed loop (or probe) "
                         "began" if device.type == "cuda" else host_peak_text()),
     }
-    settings.update(configure_precision(device, s["precision"]))
+    settings.update(configure_precision(device, r.precision))
     return settings
 
 
@@ -174,7 +174,7 @@ def torch_config(device: torch.device, backend: str | None = None) -> dict[str, 
     import torch
 
     from gputui.bench.config import TORCH_KEYS, empty
-    from gputui.bench.workloads import precision_flags
+    from gputui.bench.worker.workloads import precision_flags
 
     out = empty(TORCH_KEYS)
     out.update({k: v for k, v in precision_flags(device).items() if k in out})

@@ -1,13 +1,12 @@
 """`python -m gputui.bench.worker --spec-json '<JSON>'`: run one benchmark, print events.
 
 The protocol is in `gputui.bench.events`. Events go to a private duplicate of the original
-stdout (`gputui.bench.pipe`). The benchmark itself is one of `gputui.bench.kinds`.
+stdout (`gputui.bench.worker.pipe`). The benchmark itself is one of `gputui.bench.worker.kinds`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -16,18 +15,19 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from gputui.bench import catalog, events
-from gputui.bench.cancel import CancelFlag, Cancelled, TestHooks
-from gputui.bench.context import Ctx
-from gputui.bench.environment import base_settings, collect_env, resolve_device, torch_config
-from gputui.bench.failures import classify
-from gputui.bench.pipe import Emitter, claim_stdout
+from gputui.bench import events
+from gputui.bench.request import RunRequest
 from gputui.bench.result import ResultBuilder
+from gputui.bench.worker.cancel import CancelFlag, Cancelled, TestHooks
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.environment import base_settings, collect_env, resolve_device, torch_config
+from gputui.bench.worker.failures import classify
+from gputui.bench.worker.pipe import Emitter, claim_stdout
 from gputui.errors import UsageError
 from gputui.telemetry.model import iso_utc
 
 if TYPE_CHECKING:
-    from gputui.bench.energy import NvmlLink
+    from gputui.bench.worker.energy import NvmlLink
 
 
 def now_iso() -> str:
@@ -37,19 +37,19 @@ def now_iso() -> str:
 
 
 def new_result(ctx: Ctx, started_at: str) -> ResultBuilder:
-    s = ctx.spec
+    r = ctx.request
     return ResultBuilder(
-        id="", benchmark=s["benchmark"], model=s["model"], device=str(ctx.device),
-        device_name=ctx.env.get("device_name"), precision=s["precision"],
-        batch_size=s.get("batch_size"), status="ok", env=ctx.env,
-        settings=base_settings(s, ctx.device), started_at=started_at)
+        id="", benchmark=r.benchmark, model=r.model, device=str(ctx.device),
+        device_name=ctx.env.get("device_name"), precision=r.precision,
+        batch_size=r.batch_size, status="ok", env=ctx.env,
+        settings=base_settings(r, ctx.device), started_at=started_at)
 
 
 def finish(ctx: Ctx, t_start: float) -> events.ResultReady:
     res = ctx.result
     try:
         backend = None
-        if int(ctx.spec.get("nproc") or 1) > 1:
+        if ctx.request.nproc > 1:
             backend = "nccl" if ctx.device.type == "cuda" else "gloo"
         res.config["torch"] = torch_config(ctx.device, backend)
     except Exception as exc:  # a record, never a reason for the run to fail
@@ -77,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         emit(events.error("invalid", "worker needs --spec-json '<JSON>'"))
         return 2
     try:
-        raw = json.loads(args.spec_json)
-        spec = catalog.validate_spec(raw)
+        request = RunRequest.from_json(args.spec_json)
     except ValueError as exc:
         emit(events.error("invalid", f"spec is not valid JSON: {exc}"))
         return 2
@@ -95,19 +94,19 @@ def main(argv: list[str] | None = None) -> int:
             from gputui.install_hint import bench_install_hint
 
             raise UsageError(f"benchmarks need torch: {bench_install_hint()}") from None
-        if spec["threads"]:
-            torch.set_num_threads(spec["threads"])
-        device = resolve_device(spec)
-        spec = catalog.resolve_spec(spec, device.type)
-        from gputui.bench.energy import NvmlLink
-        from gputui.bench.kinds import run as run_kind
+        if request.threads:
+            torch.set_num_threads(request.threads)
+        device = resolve_device(request)
+        request = request.resolved(device.type)
+        from gputui.bench.worker.energy import NvmlLink
+        from gputui.bench.worker.kinds import run as run_kind
 
         link = NvmlLink(device)
         env = collect_env(device, link)
-        ctx = Ctx(spec=spec, device=device, env=env, emit=emit, cancel=cancel,
-                  hooks=TestHooks.from_env(spec), link=link)
+        ctx = Ctx(request=request, device=device, env=env, emit=emit, cancel=cancel,
+                  hooks=TestHooks.from_env(request), link=link)
         ctx.result = new_result(ctx, started_at)
-        emit(events.Started(os.getpid(), spec["benchmark"], spec, env))
+        emit(events.Started(os.getpid(), request.benchmark, request.to_dict(), env))
         run_kind(ctx)
         if cancel.is_set() and ctx.result.status == "ok":
             ctx.result.status = "cancelled"
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Cancelled:
         if ctx is None:
-            res = ResultBuilder.for_spec("", spec)
+            res = ResultBuilder.for_request("", request)
             res.status, res.started_at, res.finished_at = "cancelled", started_at, now_iso()
             emit(events.ResultReady(res.build().to_dict()))
         else:
@@ -125,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         batch = ctx.current_batch if ctx is not None else None
         # A failed DDP rank has already classified its own exception.
-        ev = getattr(exc, "event", None) or classify(exc, batch, spec)
+        ev = getattr(exc, "event", None) or classify(exc, batch, request)
         if ev.error_kind != "invalid":
             traceback.print_exc(file=sys.stderr)
         emit(ev)
@@ -133,7 +132,3 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if link is not None:
             link.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

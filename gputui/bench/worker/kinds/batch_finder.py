@@ -10,14 +10,15 @@ a stated headroom of device memory for fragmentation and whatever else runs besi
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.environment import host_peak_text
-from gputui.bench.failures import first_line, is_oom
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.environment import host_peak_text
+from gputui.bench.worker.failures import first_line, is_oom
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     do_warmup,
     free_memory,
     loop_throughput,
@@ -55,11 +56,11 @@ def recommended(fitted: dict[int, int | None], limit_bytes: int | None) -> int |
 
 @register("batch-finder")
 def run_batch_finder(ctx: Ctx) -> None:
-    from gputui.bench.workloads import TrainStep, make_workload
+    from gputui.bench.worker.workloads import TrainStep, make_workload
 
-    spec, res, dev = ctx.spec, ctx.result, ctx.device
+    req, res, dev = ctx.request, ctx.result, ctx.device
     unit = ctx.bench.unit
-    cap = int(spec["batch_size"])
+    cap = int(req.batch_size)
     budget: int | None = None
     if dev.type == "cpu":
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -83,7 +84,7 @@ def run_batch_finder(ctx: Ctx) -> None:
         "headroom_frac": headroom, "headroom_of_bytes": capacity,
         "headroom": (f"recommended batch: peak memory ≤ {1 - headroom:.0%} of "
                      f"{'device memory' if dev.type == 'cuda' else 'the memory budget'}"),
-        "timed_steps_per_probe": spec.get("steps") or 2})
+        "timed_steps_per_probe": req.steps or 2})
     res.steps, res.samples = 0, 0
     fitted: dict[int, tuple[stats.Throughput, int | None]] = {}
     host_oom: list[str] = []
@@ -103,11 +104,11 @@ def run_batch_finder(ctx: Ctx) -> None:
         step: Any = None
         try:
             ctx.probe_hook(b)
-            wl = make_workload({**spec, "data": "device"}, dev, b, pool=1)
-            step = TrainStep(wl, dev, spec["precision"], spec["compile"])
-            do_warmup(ctx, step, spec["warmup"])
+            wl = make_workload(replace(req, data="device"), dev, b, pool=1)
+            step = TrainStep(wl, dev, req.precision, req.compile)
+            do_warmup(ctx, step, req.warmup)
             loop = measure(ctx, step, wl.samples_per_step, unit,
-                           steps=spec.get("steps") or 2, use_spec_bounds=False)
+                           steps=req.steps or 2, use_spec_bounds=False)
             tp = loop_throughput(loop, unit)
             n_steps, n_samples = loop.steps, loop.samples
             mem = peak_memory(dev)

@@ -10,16 +10,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import events, peaks, stats
-from gputui.bench.context import Ctx
-from gputui.bench.memory import PeakRss
 from gputui.bench.result import ResultBuilder
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.memory import PeakRss
 
 if TYPE_CHECKING:
     import torch
 
-    from gputui.bench.timing import LoopStats
+    from gputui.bench.worker.timing import LoopStats
 
-# Host memory peaks on CPU are per measured interval (see gputui.bench.memory).
+# Host memory peaks on CPU are per measured interval (see gputui.bench.worker.memory).
 HOST_PEAK = PeakRss()
 
 
@@ -64,7 +64,7 @@ def _malloc_trim() -> None:
 
 
 def do_warmup(ctx: Ctx, step: Callable[[int], None], n: int) -> None:
-    from gputui.bench.timing import sync
+    from gputui.bench.worker.timing import sync
 
     for i in range(n):
         ctx.checkpoint()
@@ -90,14 +90,14 @@ def hook_step(steps: int | None) -> int:
 def measure(ctx: Ctx, step: Callable[[int], None], samples_per_step: int, unit: str,
             *, steps: int | None = None, duration_s: float | None = None,
             use_spec_bounds: bool = True) -> LoopStats:
-    """The timed loop, bounded by the spec's --steps/--duration unless told otherwise;
-    with the spec's bounds it runs --repeat times (timing.repeat_trials)."""
-    from gputui.bench.timing import repeat_trials, timed_loop
+    """The timed loop, bounded by the request's --steps/--duration unless told otherwise;
+    with the request's bounds it runs --repeat times (timing.repeat_trials)."""
+    from gputui.bench.worker.timing import repeat_trials, timed_loop
 
     repeat = 1
     if use_spec_bounds:
-        steps, duration_s = ctx.spec.get("steps"), ctx.spec.get("duration_s")
-        repeat = int(ctx.spec.get("repeat") or 1)
+        steps, duration_s = ctx.request.steps, ctx.request.duration_s
+        repeat = int(ctx.request.repeat or 1)
     return repeat_trials(lambda: timed_loop(
         hooked(ctx, step, hook_step(steps)), device=ctx.device,
         samples_per_step=samples_per_step, steps=steps, duration_s=duration_s, unit=unit,
@@ -131,7 +131,7 @@ def fill_loop(res: ResultBuilder, loop: LoopStats, unit: str) -> None:
 
 
 def measure_phases(ctx: Ctx, step: Any, n: int) -> dict[str, float]:
-    from gputui.bench.timing import PhaseTimer
+    from gputui.bench.worker.timing import PhaseTimer
 
     timer = PhaseTimer(ctx.device)
     for i in range(n):
@@ -143,20 +143,20 @@ def measure_phases(ctx: Ctx, step: Any, n: int) -> dict[str, float]:
 
 
 def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
-    if not ctx.spec["profile"] or ctx.cancel.is_set():
+    if not ctx.request.profile or ctx.cancel.is_set():
         return
-    from gputui.bench.profiling import profile_steps
+    from gputui.bench.worker.profiling import profile_steps
 
     n = 5 if ctx.device.type == "cuda" else 2
     ctx.result.extra["profile"] = profile_steps(
-        step, ctx.device, steps=n, out_dir=ctx.spec.get("profile_dir"),
-        name=f"{ctx.spec['benchmark']}-{ctx.spec['model']}")
+        step, ctx.device, steps=n, out_dir=ctx.request.profile_dir,
+        name=f"{ctx.request.benchmark}-{ctx.request.model}")
 
 
 def energy_meter(ctx: Ctx) -> Any:
     """Energy and the GPU's clocks/power over the timed loop (gpu_window.RunMeter)."""
-    from gputui.bench.energy import EnergyMeter
-    from gputui.bench.gpu_window import RunMeter, WindowSampler
+    from gputui.bench.clock_window import RunMeter, WindowSampler
+    from gputui.bench.worker.energy import EnergyMeter
 
     link = ctx.link if ctx.link is not None and ctx.link.available else None
     return RunMeter(EnergyMeter(link), WindowSampler(link))
@@ -175,16 +175,16 @@ def record_energy(res: ResultBuilder, reading: dict[str, Any]) -> None:
 def start_timed(ctx: Ctx, step_cls: Any) -> tuple[Any, Any, Any]:
     """Build the workload and its step, warm up, then start the peak-memory and energy
     windows: everything before the timed loop that training and inference share."""
-    from gputui.bench.workloads import make_workload
+    from gputui.bench.worker.workloads import make_workload
 
-    spec, dev = ctx.spec, ctx.device
-    wl = make_workload(spec, dev, spec["batch_size"])
-    ctx.current_batch = spec["batch_size"]
+    req, dev = ctx.request, ctx.device
+    wl = make_workload(req, dev, req.batch_size)
+    ctx.current_batch = req.batch_size
     ctx.result.settings["shapes"] = wl.shapes
     ctx.checkpoint()
-    step = step_cls(wl, dev, spec["precision"], spec["compile"])
+    step = step_cls(wl, dev, req.precision, req.compile)
     ctx.result.settings.update({**wl.settings, **step.settings})  # data placement, optimizer
-    do_warmup(ctx, step, spec["warmup"])
+    do_warmup(ctx, step, req.warmup)
     reset_peak(dev)
     meter = energy_meter(ctx)
     meter.start()

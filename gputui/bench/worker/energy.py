@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-log = logging.getLogger("gputui.bench.energy")
+log = logging.getLogger("gputui.bench.worker.energy")
 
 
 def torch_uuid(device: torch.device) -> str | None:

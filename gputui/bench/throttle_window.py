@@ -9,6 +9,7 @@ the measured process, and a worker that hangs or dies still leaves the readings 
 Means are of the readings (taken at a fixed interval, so they weight time evenly); the
 throttled fraction is the share of readings whose clocks-event reasons include a
 throttling one (telemetry.throttle: not idle, application or display clocks). Torch-free.
+The worker's own samples of the same loops are `bench.clock_window`.
 """
 
 from __future__ import annotations

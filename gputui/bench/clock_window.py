@@ -5,7 +5,8 @@ A clock read before the warm-up sees an idle GPU (and its boost clock); what a n
 depends on is the clock the GPU held under load, after seconds at its power limit. NVML
 reads are host calls of well under a millisecond each, four a second: the GPU's queue is
 far ahead of the host during a timed loop, so they do not slow what they observe.
-Torch-free; degrades to None without NVML (CPU runs, no driver).
+Torch-free; degrades to None without NVML (CPU runs, no driver). The result keeps it as
+`extra.gpu_window`; the parent's own view of the same loops is `bench.throttle_window`.
 """
 
 from __future__ import annotations

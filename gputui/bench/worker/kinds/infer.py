@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
-from gputui.bench.measure import (
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
+from gputui.bench.worker.measure import (
     fill_loop,
     hook_step,
     hooked,
@@ -20,22 +20,22 @@ from gputui.bench.measure import (
 
 @register("infer")
 def run_infer(ctx: Ctx) -> None:
-    from gputui.bench.timing import latency_loop, repeat_trials
-    from gputui.bench.workloads import InferStep
+    from gputui.bench.worker.timing import latency_loop, repeat_trials
+    from gputui.bench.worker.workloads import InferStep
 
-    spec, res, dev = ctx.spec, ctx.result, ctx.device
+    req, res, dev = ctx.request, ctx.result, ctx.device
     unit = ctx.bench.unit
     wl, step, meter = start_timed(ctx, InferStep)
-    if spec["mode"] == "latency":
+    if req.mode == "latency":
         copy = "host→device copy, " if wl.data == "host" and dev.type == "cuda" else ""
         res.settings["latency"] = ("single-stream: one request at a time; each includes "
                                    f"{copy}forward and a device sync")
         res.settings["sync"] = "after every request: a request ends when its output is ready"
         loop = repeat_trials(lambda: latency_loop(
-            hooked(ctx, step, hook_step(spec.get("steps"))), device=dev,
-            steps=spec.get("steps"), duration_s=spec.get("duration_s"), emit=ctx.emit,
+            hooked(ctx, step, hook_step(req.steps)), device=dev,
+            steps=req.steps, duration_s=req.duration_s, emit=ctx.emit,
             make_progress=events.Progress, unit=unit, samples_per_request=wl.samples_per_step,
-            should_stop=ctx.should_stop), int(spec.get("repeat") or 1))
+            should_stop=ctx.should_stop), int(req.repeat or 1))
         record_energy(res, meter.stop(loop.samples))
         res.throughput = loop_throughput(loop, unit)
         res.latency_ms = stats.spread(loop.step_ms)

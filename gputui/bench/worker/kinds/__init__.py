@@ -15,10 +15,10 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
-from typing import Any
 
-from gputui.bench.context import Ctx
 from gputui.bench.launch import launched
+from gputui.bench.request import RunRequest
+from gputui.bench.worker.context import Ctx
 
 Kind = Callable[[Ctx], None]
 
@@ -49,16 +49,16 @@ def load(name: str) -> Kind:
     return _KINDS[name]
 
 
-def kind_name(spec: dict[str, Any], bench_kind: str) -> str:
-    if spec["benchmark"] in MODULES:
-        return str(spec["benchmark"])
-    if spec.get("sweep"):
+def kind_name(req: RunRequest, bench_kind: str) -> str:
+    if req.benchmark in MODULES:
+        return str(req.benchmark)
+    if req.sweep:
         return "sweep"
-    if int(spec.get("nproc") or 1) * int(spec.get("nnodes") or 1) > 1 or (
+    if int(req.nproc or 1) * int(req.nnodes or 1) > 1 or (
             bench_kind == "train" and launched(os.environ)):
         return "ddp"
     return bench_kind
 
 
 def run(ctx: Ctx) -> None:
-    load(kind_name(ctx.spec, ctx.bench.kind))(ctx)
+    load(kind_name(ctx.request, ctx.bench.kind))(ctx)

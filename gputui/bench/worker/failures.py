@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from gputui.bench import catalog, events
-from gputui.bench.cancel import SimulatedCrash
+from gputui.bench.request import RunRequest
+from gputui.bench.worker.cancel import SimulatedCrash
 from gputui.errors import UsageError
 
 
@@ -47,26 +45,26 @@ def is_cuda_error(exc: BaseException) -> bool:
                                   "NCCL", "device-side assert", "CUDA kernel"))
 
 
-def oom_suggestion(batch: int | None, spec: Mapping[str, Any]) -> str:
+def oom_suggestion(batch: int | None, request: RunRequest) -> str:
     parts = []
     if batch and batch > 1:
         parts.append(f"try --batch-size {max(1, batch // 2)}")
-    if spec.get("precision") == "fp32":
+    if request.precision == "fp32":
         parts.append("--precision bf16 or fp16")
-    model = spec.get("model")
+    model = request.model
     finder = "gputui bench run batch-finder" + (f" --model {model}" if model and
                                             model in catalog.CNN_MODELS else "")
     parts.append(f"`{finder}` finds the largest batch that fits")
     return "; ".join(parts)
 
 
-def classify(exc: BaseException, batch: int | None, spec: Mapping[str, Any]) -> events.Failed:
+def classify(exc: BaseException, batch: int | None, request: RunRequest) -> events.Failed:
     if isinstance(exc, UsageError):
         return events.error("invalid", str(exc))
     if is_oom(exc):
         where = f" at batch {batch}" if batch else ""
         return events.error("oom", f"out of memory{where}: {first_line(exc)}",
-                            batch_size=batch, suggestion=oom_suggestion(batch, spec))
+                            batch_size=batch, suggestion=oom_suggestion(batch, request))
     if is_cuda_error(exc):
         return events.error("cuda", first_line(exc), batch_size=batch,
                             suggestion="check `nvidia-smi` and the kernel log (dmesg) for "

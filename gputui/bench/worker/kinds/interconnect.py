@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gputui.bench import events, stats
-from gputui.bench.context import Ctx
-from gputui.bench.kinds import register
+from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.kinds import register
 from gputui.errors import UsageError
 
 if TYPE_CHECKING:
@@ -36,17 +36,17 @@ def _cuda_devices(ctx: Ctx, what: str) -> list[torch.device]:
 
 
 def _timed(ctx: Ctx, op: Callable[[], None], devices: list[torch.device]) -> tuple[int, float]:
-    """Operations done and seconds taken, bounded by the spec's steps or duration."""
+    """Operations done and seconds taken, bounded by the request's steps or duration."""
     import torch
 
     def sync() -> None:
         for d in devices:
             torch.cuda.synchronize(d)
 
-    for _ in range(int(ctx.spec.get("warmup") or 1)):
+    for _ in range(int(ctx.request.warmup or 1)):
         op()
     sync()
-    steps, duration = ctx.spec.get("steps"), ctx.spec.get("duration_s")
+    steps, duration = ctx.request.steps, ctx.request.duration_s
     done, t0 = 0, time.perf_counter()
     while True:
         op()
