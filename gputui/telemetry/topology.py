@@ -1,7 +1,7 @@
 """How two GPUs of one machine reach each other: NVLink links, the PCIe path, P2P.
 
 Plain data (no pynvml): `gputui.telemetry.nvml.gpu_links` reads it, a DDP benchmark result
-records it (`config.topology`, bench.topology). The PCIe levels are NVML's
+records it (`config.topology`, bench.ddp_topology). The PCIe levels are NVML's
 `nvmlGpuTopologyLevel_t`, named as `nvidia-smi topo -m` abbreviates them.
 """
 
