@@ -30,7 +30,7 @@ is not the same as the condition having ended. No textual here.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
@@ -47,7 +47,7 @@ from gputui.telemetry.units import fmt_bytes, fmt_mhz
 
 AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost", "stale",
                     "gpm_busy", "mem_hot", "row_remap", "xid", "ecc_event",
-                    "clock_change"]
+                    "clock_change", "job_slowdown"]
 Severity = Literal["warning", "error"]
 
 MEM_FULL_PCT = 95.0
@@ -73,6 +73,9 @@ class Alert:
     since: datetime  # when the condition started (snapshot wall time, UTC)
     active: bool = True
     until: datetime | None = None  # when it cleared; None while active
+    # The event's figures, for notifications (job_slowdown: pid, job, gpu,
+    # throughput_change_pct, reasons; once ended also duration_s and samples_lost).
+    values: Mapping[str, object] | None = None
 
 
 THERMAL_BITS = 0x20 | 0x40  # SW / HW thermal slowdown (telemetry.throttle.REASONS)
@@ -121,6 +124,11 @@ class AlertEngine:
         self._clock_changes: dict[int, tuple[int, datetime]] = {}  # GPU → (count, last)
         self._history: list[Alert] = []  # every raise, oldest first (bounded)
         self.last_cleared: list[Alert] = []  # alerts that became inactive on the last update
+        # What a throttle cost the training jobs (job_slowdown); imported here because
+        # it builds this module's Alerts.
+        from gputui.telemetry.job_alerts import JobSlowdowns
+
+        self.jobs = JobSlowdowns()
 
     # --- queries -------------------------------------------------------------------------
 
@@ -148,6 +156,7 @@ class AlertEngine:
         self._clock_changes.clear()
         self._history.clear()
         self.last_cleared = []
+        self.jobs.reset()
 
     # --- the rules -----------------------------------------------------------------------
 
@@ -186,7 +195,21 @@ class AlertEngine:
             self._gpm_busy(raised, g, now)
             self._mem_temp(raised, g, now)
             self._remap(raised, g, now)
+        for alert in self.jobs.update(snap):
+            self._job_alert(raised, alert)
         return raised
+
+    def _job_alert(self, raised: list[Alert], alert: Alert) -> None:
+        """A job_slowdown as the job rules have it now: raised, refreshed or ended."""
+        prev = self._alerts.get(alert.key)
+        if not alert.active:
+            if prev is not None and prev.active:
+                self._alerts[alert.key] = alert
+                self.last_cleared.append(alert)
+        elif prev is not None and prev.active:
+            self._alerts[alert.key] = alert
+        else:
+            self._raise(raised, alert)
 
     def _all_clear(self, g: GpuSample) -> bool:
         """Every rule below the line where it raises (the usual state of a GPU, checked

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gputui.telemetry.alerts import Alert
+from gputui.telemetry.job_alerts import JobState
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.throttle import ThrottleEpisode
 
@@ -30,6 +31,8 @@ class Frame:
     # earlier snapshots (the history window before `snapshot`), quietly.
     reset: bool = False
     catch_up: tuple[Snapshot, ...] = field(default=())
+    # How each training job in the snapshot does against its own median (alerts on).
+    jobs: tuple[JobState, ...] = ()
 
     @property
     def stale_gpus(self) -> tuple[int, ...]:
