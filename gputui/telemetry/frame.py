@@ -33,6 +33,9 @@ class Frame:
     catch_up: tuple[Snapshot, ...] = field(default=())
     # How each training job in the snapshot does against its own median (alerts on).
     jobs: tuple[JobState, ...] = ()
+    # Each job_slowdown as it stands (ongoing and ended), oldest first: the alerts screen
+    # shows them beside the throttle episodes.
+    job_slowdowns: tuple[Alert, ...] = ()
 
     @property
     def stale_gpus(self) -> tuple[int, ...]:

@@ -45,6 +45,7 @@ RECOVER_PCT = 10.0  # ends once the job is back within this of its median
 BASELINE_S = 180.0  # "the minutes before"
 MIN_HISTORY_S = 5.0
 MIN_STEPS = 3  # a slowdown holds over at least this many of the job's steps
+MAX_LOG = 200  # job_slowdown episodes kept for the alerts screen
 MAX_READINGS = 4096  # per job: BASELINE_S at the shortest interval (0.1 s) and then some
 SLOWED_WORDS = "job slowed; its GPUs were not throttled: input pipeline?"
 
@@ -95,10 +96,17 @@ class JobSlowdowns:
     def __init__(self) -> None:
         self._jobs: dict[int, _Job] = {}
         self._throttled_at: dict[int, tuple[float, int]] = {}  # GPU → (mono, mask)
+        # Every job_slowdown as it stands now (ongoing or ended), oldest first, bounded.
+        self._log: dict[tuple[str, datetime], Alert] = {}
 
     def reset(self) -> None:
         self._jobs.clear()
         self._throttled_at.clear()
+        self._log.clear()
+
+    def log(self) -> tuple[Alert, ...]:
+        """The job_slowdown episodes, ongoing and ended, oldest first (bounded)."""
+        return tuple(self._log.values())
 
     def states(self) -> tuple[JobState, ...]:
         return tuple(j.state for _pid, j in sorted(self._jobs.items()) if j.state is not None)
@@ -121,6 +129,10 @@ class JobSlowdowns:
             job = self._jobs.pop(pid)
             if job.slowed is not None:
                 out.extend(self._end(job.slowed, snap, None, "the job exited"))
+        for a in out:
+            self._log[(a.key, a.since)] = a
+        while len(self._log) > MAX_LOG:
+            del self._log[next(iter(self._log))]
         return out
 
     # --- one job -------------------------------------------------------------------------

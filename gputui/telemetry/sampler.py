@@ -238,9 +238,10 @@ class Sampler:
             self._latest = snap
             listeners = list(self._listeners)
             frame_listeners = list(self._frame_listeners)
-            jobs = self.alerts.jobs.states() if self.alerts is not None else ()
+            jobs = self.alerts.jobs if self.alerts is not None else None
             frame = Frame(snap, frozen_map(ongoing), self.tracker.episodes(), tuple(active),
-                          tuple(raised), reset, catch_up, jobs) if frame_listeners else None
+                          tuple(raised), reset, catch_up, jobs.states() if jobs is not None else (),
+                          jobs.log() if jobs is not None else ()) if frame_listeners else None
         for fn in listeners:
             self._call(fn, snap)
         for fl in frame_listeners:
