@@ -149,7 +149,12 @@ class JobSource:
 
     def __init__(self, directory: str | None = None, *, uid: int | None = None,
                  window_s: float = WINDOW_S) -> None:
-        self.directory = directory or track.jobs_dir()
+        if directory is None:
+            try:
+                directory = track.jobs_dir()
+            except Exception:  # platformdirs found no safe runtime dir: no jobs to show
+                directory = ""
+        self.directory = directory
         self.uid = os.geteuid() if uid is None else uid
         self.window_s = window_s
         self._files: dict[str, _JobFile] = {}
@@ -182,6 +187,8 @@ class JobSource:
         return st.st_uid == self.uid
 
     def _dir_ok(self) -> bool:
+        if not self.directory:
+            return False
         try:
             st = os.lstat(self.directory)
         except OSError:
