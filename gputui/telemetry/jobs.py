@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
 import os
 import stat
 import statistics
@@ -24,17 +23,20 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from gputui import track
 from gputui.telemetry.model import GpuProcess, GpuSample, JobReading
 
 WINDOW_S = 5.0  # rates and step time are over this much of a job's latest steps
-MAX_POINTS = 4096  # steps kept per job (a loop faster than the ring fills it at most)
+# Steps kept for the rates are at least this far apart (a job doing a thousand steps a
+# second keeps ~200 per window, not 5000): a rate is exact between any two kept steps,
+# since their counts are cumulative, so thinning costs nothing but the window's edge.
+KEEP_EVERY_S = WINDOW_S / 100
 TMP_MAX_AGE_S = 60.0  # an unpublished file older than this was left by a crash
 
 
-@dataclass(frozen=True, slots=True)
-class StepPoint:
+class StepPoint(NamedTuple):
     step: int
     end_mono: float
     samples: int
@@ -48,7 +50,8 @@ class _JobFile:
     pid: int = 0
     name: str = ""
     cvd: str | None = None
-    points: deque[StepPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
+    points: deque[StepPoint] = field(default_factory=deque)  # thinned, oldest first
+    latest: StepPoint | None = None
 
 
 def parse_header(data: bytes) -> tuple[int, str, str | None] | None:
@@ -64,47 +67,58 @@ def parse_header(data: bytes) -> tuple[int, str, str | None] | None:
     return pid, text, devices
 
 
-def parse_steps(data: bytes, after: int = 0) -> list[StepPoint]:
-    """The ring's whole slots of steps after `after`, oldest first; torn or empty slots
-    are skipped."""
-    out = []
-    for i, (seq, step, end, samples, tokens, seq2) in enumerate(
-            track.SLOT.iter_unpack(data[track.HEADER_SIZE:track.FILE_SIZE])):
-        if seq == seq2 == step and step > after and step % track.RING_SLOTS == i:
-            out.append(StepPoint(step, end, samples, tokens))
-    out.sort(key=lambda p: p.step)
-    return out
+def parse_steps(data: bytes) -> list[StepPoint]:
+    """The ring's whole slots, oldest step first; torn or empty slots are skipped.
+    (Plain tuples in StepPoint's order: this runs for every job on every tick.)"""
+    out = [(step, end, samples, tokens) for i, (seq, step, end, samples, tokens, seq2)
+           in enumerate(track.SLOT.iter_unpack(data[track.HEADER_SIZE:track.FILE_SIZE]))
+           if seq == seq2 == step and step and step % track.RING_SLOTS == i]
+    out.sort()
+    return out  # type: ignore[return-value]
 
 
-def rates(points: Sequence[StepPoint], now_mono: float, window_s: float = WINDOW_S
-          ) -> tuple[float | None, float | None, float | None]:
-    """(samples/s, tokens/s, median step time) over the last `window_s` of the steps.
+def step_time(steps: Sequence[StepPoint], window_s: float = WINDOW_S) -> float | None:
+    """Median time of the steps in the window: each gap between two steps, per step."""
+    if len(steps) < 2:
+        return None
+    since = steps[-1][1] - window_s
+    durations = []
+    for i in range(len(steps) - 1, 0, -1):
+        b, a = steps[i], steps[i - 1]
+        if b[1] < since:
+            break
+        if b[0] > a[0]:
+            durations.append((b[1] - a[1]) / (b[0] - a[0]))
+    return statistics.median(durations) if durations else None
+
+
+def rates(points: Sequence[StepPoint], now_mono: float, window_s: float = WINDOW_S,
+          step_s: float | None = None) -> tuple[float | None, float | None, float | None]:
+    """(samples/s, tokens/s, median step time) over the last `window_s` of the steps
+    (`step_s`: the median step time when already known, from the job's ring).
 
     Measured between step ends, so the monitor's own tick does not jitter them. A job
     that has not finished a step for much longer than its steps take (a hung GPU, a
     stalled input pipeline) is measured up to now: its rate falls towards 0."""
+    if step_s is None:
+        step_s = step_time(points, window_s)
     if len(points) < 2:
-        return None, None, None
+        return None, None, step_s
     last = points[-1]
-    # Step times: each gap between two kept steps, per step in it.
-    durations = [(b.end_mono - a.end_mono) / (b.step - a.step)
-                 for a, b in itertools.pairwise(points)
-                 if b.step > a.step and b.end_mono >= last.end_mono - window_s]
-    step_time = statistics.median(durations) if durations else None
-    ref = last.end_mono
-    if step_time is not None and now_mono - last.end_mono > max(3 * step_time, 2.0):
+    ref = last[1]
+    if step_s is not None and now_mono - ref > max(3 * step_s, 2.0):
         ref = now_mono  # stalled
     anchor = points[0]
-    for p in reversed(points):
-        if p.end_mono <= ref - window_s:
-            anchor = p
+    for i in range(len(points) - 1, -1, -1):
+        if points[i][1] <= ref - window_s:
+            anchor = points[i]
             break
-    span = ref - anchor.end_mono
+    span = ref - anchor[1]
     if span <= 0:
-        return None, None, step_time
-    samples = (last.samples - anchor.samples) / span if last.samples else None
-    tokens = (last.tokens - anchor.tokens) / span if last.tokens else None
-    return samples, tokens, step_time
+        return None, None, step_s
+    samples = (last[2] - anchor[2]) / span if last[2] else None
+    tokens = (last[3] - anchor[3]) / span if last[3] else None
+    return samples, tokens, step_s
 
 
 def visible_gpus(cvd: str, gpus: Sequence[GpuSample]) -> tuple[int, ...]:
@@ -301,17 +315,24 @@ class JobSource:
         if header is None:
             return None
         f.pid, f.name, f.cvd = header
-        last = f.points[-1].step if f.points else 0
-        f.points.extend(parse_steps(data, last))
-        while len(f.points) > 2 and f.points[1].end_mono <= now - 2 * self.window_s:
+        ring = parse_steps(data)
+        seen = f.latest[0] if f.latest is not None else 0
+        for p in ring:
+            if p[0] > seen and (not f.points or p[1] >= f.points[-1][1] + KEEP_EVERY_S):
+                f.points.append(p)
+        if ring and ring[-1][0] > seen:
+            f.latest = ring[-1]
+        while len(f.points) > 2 and f.points[1][1] <= now - 2 * self.window_s:
             f.points.popleft()  # the oldest kept is the anchor of the longest window
-        samples, tokens, step_time = rates(f.points, now, self.window_s)
-        latest = f.points[-1] if f.points else None
-        updated = None if latest is None else datetime.fromtimestamp(
-            wall - (now - latest.end_mono), UTC)
+        points = list(f.points)
+        if f.latest is not None and (not points or points[-1] is not f.latest):
+            points.append(f.latest)
+        samples, tokens, step_s = rates(points, now, self.window_s,
+                                        step_time(ring, self.window_s))
+        step, end, done, tokens_done = f.latest or (0, None, 0, 0)
+        updated = None if end is None else datetime.fromtimestamp(wall - (now - end), UTC)
         return JobReading(
             pid=f.pid, name=f.name, gpus=job_gpus(f.pid, f.cvd, gpus, on_gpu),
-            step=latest.step if latest else 0, samples=latest.samples if latest else 0,
-            tokens=latest.tokens if latest else 0, samples_per_s=samples,
-            tokens_per_s=tokens, step_time_s=step_time, updated=updated,
+            step=step, samples=done, tokens=tokens_done, samples_per_s=samples,
+            tokens_per_s=tokens, step_time_s=step_s, updated=updated,
             cuda_visible_devices=f.cvd)
