@@ -143,14 +143,19 @@ class Tracker:
                 mm = self._mm
                 if mm is None:
                     return
+            k = int(samples)
+            m = int(tokens)
+            if k < 0 or m < 0:
+                return
             n = self.step_no + 1
-            self.step_no = n
-            s = self.samples + int(samples)
-            t = self.tokens + int(tokens)
-            self.samples = s
-            self.tokens = t
+            s = self.samples + k
+            t = self.tokens + m
             SLOT.pack_into(mm, HEADER_SIZE + (n % RING_SLOTS) * SLOT.size,
                            n, n, time.monotonic(), s, t, n)
+            # Counted only once written: a value the file cannot hold changes nothing.
+            self.step_no = n
+            self.samples = s
+            self.tokens = t
         except Exception:
             pass
 

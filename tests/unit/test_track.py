@@ -96,6 +96,8 @@ def test_the_file_never_grows_and_bad_arguments_never_raise(runtime: Path) -> No
         t.step(samples=1, tokens=i)
     t.step(samples="many")  # type: ignore[arg-type]
     t.step(samples=None)  # type: ignore[arg-type]
+    t.step(samples=-5)
+    t.step(samples=2**70)  # more than the file holds
     t.start(name=object())  # type: ignore[arg-type]
     try:
         assert path.stat().st_size == size == track.FILE_SIZE
