@@ -193,7 +193,7 @@ def test_another_users_file_in_my_directory_is_not_read(runtime: Path) -> None:
 def run_job_to_the_end(runtime: Path, *, env: dict[str, str] | None = None,
                        prefix: list[str] | None = None,
                        **popen: object) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, str(FAKE_JOB), "--step-s", "0.01", "--until", "0.3"]
+    argv = [sys.executable, str(FAKE_JOB), "--step-s", "0.01", "--steps", "20"]
     return subprocess.run([*(prefix or []), *argv],
                           input=f"{time.monotonic()}\n", capture_output=True, text=True,
                           env=env or job_env(runtime), timeout=60,
