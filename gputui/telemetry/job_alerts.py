@@ -28,6 +28,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Literal
 
+from gputui.safe_text import printable
 from gputui.telemetry.alerts import Alert
 from gputui.telemetry.jobs import WINDOW_S
 from gputui.telemetry.model import GpuSample, JobReading, Snapshot
@@ -221,7 +222,7 @@ class JobSlowdowns:
             why = "is lost" if reasons == ("lost",) else "is not answering (stale)"
         else:
             why = f"throttles ({throttle_words(mask_from_keys(list(reasons)))})"
-        message = (f"GPU {gpu}: job {j.name} (PID {j.pid}) runs {-change:.0f} % slower "
+        message = (f"GPU {gpu}: job {printable(j.name)} (PID {j.pid}) runs {-change:.0f} % slower "
                    f"({rate:,.0f} vs {baseline:,.0f} {unit}/s) while the GPU {why}")
         values = MappingProxyType({
             "pid": j.pid, "job": j.name, "gpu": gpu,
