@@ -244,3 +244,46 @@ def test_track_costs_are_in_the_benchmark() -> None:
     report = json.loads(out.stdout)
     assert report["calls"] == 20000 and report["mean_us"] > 0
     assert set(report["cases"]) == {"reporting", "no_runtime_dir"}
+
+
+FORKING_JOB = """
+import os, sys
+from gputui import track
+track.start(name="parent")
+for _ in range(3):
+    track.step(samples=4)
+ready, go = os.pipe(), os.pipe()
+pid = os.fork()
+if pid == 0:  # a forked worker (a DataLoader's, say) that reports too
+    for _ in range(5):
+        track.step(samples=1)
+    os.write(ready[1], b"x")
+    os.read(go[0], 1)
+    sys.exit(0)  # atexit: removes the child's own file only
+os.read(ready[0], 1)
+print(pid, flush=True)
+sys.stdin.readline()
+os.write(go[1], b"x")
+os.waitpid(pid, 0)
+print("parent still reporting", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_forked_child_reports_in_its_own_file(runtime: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", FORKING_JOB], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=job_env(runtime))
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        child = int(proc.stdout.readline())
+        jobs = {j.pid: j for j in JobSource().read()}
+        assert (jobs[proc.pid].name, jobs[proc.pid].step, jobs[proc.pid].samples) == (
+            "parent", 3, 12)
+        assert (jobs[child].step, jobs[child].samples) == (5, 5)
+        proc.stdin.write("\n")  # the child exits, then the parent goes on
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "parent still reporting"
+        assert [j.pid for j in JobSource().read()] == [proc.pid]
+    finally:
+        proc.kill()
+        proc.wait()
