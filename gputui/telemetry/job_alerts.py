@@ -85,6 +85,16 @@ class _Job:
     state: JobState | None = None
 
 
+def _slowdown_words(alerts: dict[int, Alert]) -> str:
+    """"job slowed while GPU 0 throttled, GPU 2 lost"."""
+    parts = []
+    for idx, a in alerts.items():
+        reasons = (a.values or {}).get("reasons")
+        state = reasons[0] if reasons in (("lost",), ("stale",)) else "throttled"
+        parts.append(f"GPU {idx} {state}")
+    return "job slowed while " + ", ".join(parts)
+
+
 def _unit(j: JobReading) -> str:
     if j.samples_per_s is not None:
         return "samples"
@@ -193,8 +203,7 @@ class JobSlowdowns:
             out.append(alert)
         if slowed.alerts:
             job.state = JobState(j.pid, "slowdown", change, baseline, tuple(slowed.alerts),
-                                 f"job slowed {change:.0f} % while GPU "
-                                 f"{', '.join(map(str, slowed.alerts))} throttled")
+                                 _slowdown_words(slowed.alerts))
         else:
             job.state = JobState(j.pid, "slowed", change, baseline, (), SLOWED_WORDS)
 
