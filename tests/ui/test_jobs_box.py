@@ -124,3 +124,13 @@ async def test_a_recording_carries_the_jobs_and_replay_shows_them(tmp_path: Path
         await pilot.pause()
         text = screen_text(app)
         assert "train_gpt.py" in text and "5150" in text and "SAMPLES/S" in text
+
+
+async def test_at_80_columns_the_pid_and_status_still_fit() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for t in range(30):
+            sampler.ingest(frame_at(t, throttle_from=12, slow_from=12))
+        await pilot.pause()
+        row = next(line for line in screen_text(app).splitlines() if "train_gpt.py" in line)
+        assert "5150" in row and "⚠ -50 %" in row and "160" in row

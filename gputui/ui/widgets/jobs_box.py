@@ -22,6 +22,8 @@ from gputui.telemetry.units import NA, fmt_per_s, fmt_step_time
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 SPARK_POINTS = 24  # readings in a row's sparkline (one per tick)
+WIDE_COLUMNS = 120  # below this the box drops tokens/s and shortens the sparkline
+NARROW_SPARK = 8
 MAX_JOBS_KEPT = 64  # histories of jobs no longer shown are dropped past this
 
 
@@ -29,14 +31,16 @@ def gpus_text(j: JobReading) -> str:
     return ",".join(map(str, j.gpus)) if j.gpus else NA
 
 
-def status_text(state: JobState | None) -> Text:
+def status_text(state: JobState | None, *, short: bool = False) -> Text:
     if state is None or state.status == "learning":
-        return Text("learning its pace", style="dim")
+        return Text("learning" if short else "learning its pace", style="dim")
     pct = "" if state.change_pct is None else f"{state.change_pct:+.0f} %"
     if state.status == "slowdown":
-        return Text(f"⚠ {pct}: {state.words}", style="bold red")
+        words = state.words.removeprefix("job slowed while ") if short else state.words
+        return Text(f"⚠ {pct}: {words}", style="bold red")
     if state.status == "slowed":
-        return Text(f"{pct}: {state.words}", style="yellow")
+        words = "GPUs fine: input pipeline?" if short else state.words
+        return Text(f"{pct}: {words}", style="yellow")
     return Text(f"ok {pct}".strip())
 
 
@@ -57,6 +61,7 @@ class JobsBox(Static):
         self.display = False
         self._history: dict[int, deque[float | None]] = {}
         self._shown: object = None
+        self._last: tuple[tuple[JobReading, ...], dict[int, JobState]] = ((), {})
 
     def take(self, frame: Frame) -> None:
         """Every frame (drawn or not) goes into the sparklines' history."""
@@ -84,26 +89,42 @@ class JobsBox(Static):
             return
         self._shown = key
         self.display = bool(jobs)
-        if not jobs:
-            return
-        self.update(self.render_jobs(jobs, states))
+        self._last = (jobs, states)
+        if jobs:
+            self.update(self.render_jobs(jobs, states, self.app.size.width))
 
-    def render_jobs(self, jobs: tuple[JobReading, ...], states: dict[int, JobState]) -> Table:
+    def on_resize(self) -> None:
+        jobs, states = self._last
+        if jobs:
+            self.update(self.render_jobs(jobs, states, self.app.size.width))
+
+    def render_jobs(self, jobs: tuple[JobReading, ...], states: dict[int, JobState],
+                    width: int = WIDE_COLUMNS) -> Table:
+        """The rows; on a narrow terminal without tokens/s and with a shorter sparkline
+        and status, so that the PID and status are never cut."""
+        wide = width >= WIDE_COLUMNS
+        points = SPARK_POINTS if wide else NARROW_SPARK
         t = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
-        t.add_column("PID", justify="right", no_wrap=True)
-        t.add_column("NAME", no_wrap=True, max_width=24, overflow="ellipsis")
+        t.add_column("PID", justify="right", no_wrap=True, min_width=5)
+        t.add_column("NAME", no_wrap=True, max_width=24 if wide else 14, overflow="ellipsis")
         t.add_column("GPU", no_wrap=True)
         t.add_column("SAMPLES/S", justify="right", no_wrap=True)
-        t.add_column("HISTORY", no_wrap=True, width=SPARK_POINTS)
-        t.add_column("TOKENS/S", justify="right", no_wrap=True)
+        t.add_column("HISTORY", no_wrap=True, width=points)
+        if wide:
+            t.add_column("TOKENS/S", justify="right", no_wrap=True)
         t.add_column("STEP p50", justify="right", no_wrap=True)
-        t.add_column("STATUS", ratio=1, overflow="fold")
+        t.add_column("STATUS", ratio=1, overflow="fold", min_width=12)
         for j in jobs:
-            values = list(self._history.get(j.pid, ()))
-            known = [v for v in values if v is not None]
-            spark = sparkline_rows(values, max(known) if known else None)[0]
-            t.add_row(str(j.pid), Text(printable(j.name)), gpus_text(j),
-                      fmt_per_s(j.samples_per_s), Text(spark, style="cyan"),
-                      fmt_per_s(j.tokens_per_s), fmt_step_time(j.step_time_s),
-                      status_text(states.get(j.pid)))
+            history = list(self._history.get(j.pid, ()))
+            # One scale for the whole history kept, however much of it fits.
+            known = [v for v in history if v is not None]
+            spark = sparkline_rows(history[-points:], max(known) if known else None)[0]
+            cells: list[str | Text] = [
+                str(j.pid), Text(printable(j.name)), gpus_text(j),
+                fmt_per_s(j.samples_per_s), Text(spark, style="cyan")]
+            if wide:
+                cells.append(fmt_per_s(j.tokens_per_s))
+            cells += [fmt_step_time(j.step_time_s),
+                      status_text(states.get(j.pid), short=not wide)]
+            t.add_row(*cells)
         return t
