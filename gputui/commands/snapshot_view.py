@@ -19,7 +19,9 @@ from gputui.telemetry.units import (
     fmt_j,
     fmt_mhz,
     fmt_pct,
+    fmt_per_s,
     fmt_rate,
+    fmt_step_time,
     fmt_temp,
     fmt_w,
 )
@@ -185,6 +187,8 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
         " ".join(f"{x:.2f}" for x in h.load_avg) if h.load_avg else NA,
     )
     yield host
+    if s.jobs:
+        yield _jobs_table(s)
     if not s.gpus:
         return
     procs = Table(title="GPU processes", title_justify="left", pad_edge=False)
@@ -198,3 +202,15 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
     if not s.processes:
         procs.add_row("", "", "", "", "no processes")
     yield procs
+
+
+def _jobs_table(s: Snapshot) -> Table:
+    """Training jobs reporting with gputui.track (the TUI's Jobs box, as a table)."""
+    t = Table(title="Jobs", title_justify="left", pad_edge=False)
+    for col in ("PID", "Name", "GPU", "Step", "Samples/s", "Tokens/s", "Step p50"):
+        t.add_column(col, overflow="fold")
+    for j in s.jobs:
+        t.add_row(str(j.pid), _t(j.name), ",".join(map(str, j.gpus)) or NA, str(j.step),
+                  fmt_per_s(j.samples_per_s), fmt_per_s(j.tokens_per_s),
+                  fmt_step_time(j.step_time_s))
+    return t

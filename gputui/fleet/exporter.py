@@ -249,6 +249,8 @@ class SnapshotCollector(Collector):
         # A sampler that stopped ticking (a hung driver) serves no GPU value as current.
         yield from self._gpu_metrics(snap, host, fresh)
         yield from self._throttle_metrics()
+        if fresh:
+            yield from job_metrics(snap)
 
     def _host_metrics(self, snap: Snapshot, host: str) -> Iterator[Metric]:
         h = snap.host
@@ -336,3 +338,24 @@ class SnapshotCollector(Collector):
                 events.add_metric([*labels, str(n)], float(count))
         yield last
         yield events
+
+
+def job_metrics(snap: Snapshot) -> Iterator[Metric]:
+    """Each training job's rates (gputui.track), one series per GPU it runs on (gpu=""
+    when none is known): a dashboard sums a job's series per GPU or picks one."""
+    for name, doc, get in (
+        (mn.JOB_SAMPLES_PER_SECOND, "A training job's samples per second over its last "
+         "few seconds of steps (reported with gputui.track).", lambda j: j.samples_per_s),
+        (mn.JOB_TOKENS_PER_SECOND, "A training job's tokens per second over its last few "
+         "seconds of steps (reported with gputui.track).", lambda j: j.tokens_per_s),
+    ):
+        fam = GaugeMetricFamily(name, doc, labels=list(mn.JOB_LABELS))
+        for j in snap.jobs:
+            value = get(j)
+            if value is None:
+                continue  # the job reports no such figure: absent, never 0
+            for gpu in j.gpus or (None,):
+                fam.add_metric([str(j.pid), j.name, "" if gpu is None else str(gpu)],
+                               float(value))
+        if fam.samples:
+            yield fam

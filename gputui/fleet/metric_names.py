@@ -191,3 +191,7 @@ HOST_MEMORY_USED_BYTES = "gputui_host_memory_used_bytes"
 HOST_MEMORY_TOTAL_BYTES = "gputui_host_memory_total_bytes"
 THROTTLE_EPISODES = "gputui_throttle_episodes"  # a counter: served as ..._total
 THROTTLE_SECONDS = "gputui_throttle_seconds"  # a counter: served as ..._total
+# Training jobs reporting with gputui.track: one series per job and GPU it runs on.
+JOB_SAMPLES_PER_SECOND = "gputui_job_samples_per_second"
+JOB_TOKENS_PER_SECOND = "gputui_job_tokens_per_second"
+JOB_LABELS = ("pid", "job", "gpu")

@@ -58,7 +58,7 @@ NO_VALUES: Mapping[str, AlertValue] = MappingProxyType({})
 
 AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost", "stale",
                     "gpm_busy", "mem_hot", "row_remap", "xid", "ecc_event",
-                    "clock_change"]
+                    "clock_change", "job_slowdown"]
 Severity = Literal["warning", "error"]
 
 MEM_FULL_PCT = 95.0
@@ -139,6 +139,11 @@ class AlertEngine:
         self._clock_changes: dict[int, tuple[int, datetime]] = {}  # GPU → (count, last)
         self._history: list[Alert] = []  # every raise, oldest first (bounded)
         self.last_cleared: list[Alert] = []  # alerts that became inactive on the last update
+        # What a throttle cost the training jobs (job_slowdown); imported here because
+        # it builds this module's Alerts.
+        from gputui.telemetry.job_alerts import JobSlowdowns
+
+        self.jobs = JobSlowdowns()
 
     # --- queries -------------------------------------------------------------------------
 
@@ -166,6 +171,7 @@ class AlertEngine:
         self._clock_changes.clear()
         self._history.clear()
         self.last_cleared = []
+        self.jobs.reset()
 
     # --- the rules -----------------------------------------------------------------------
 
@@ -202,7 +208,21 @@ class AlertEngine:
             self._gpm_busy(raised, g, now)
             self._mem_temp(raised, g, now)
             self._remap(raised, g, now)
+        for alert in self.jobs.update(snap):
+            self._job_alert(raised, alert)
         return raised
+
+    def _job_alert(self, raised: list[Alert], alert: Alert) -> None:
+        """A job_slowdown as the job rules have it now: raised, refreshed or ended."""
+        prev = self._alerts.get(alert.key)
+        if not alert.active:
+            if prev is not None and prev.active:
+                self._alerts[alert.key] = alert
+                self.last_cleared.append(alert)
+        elif prev is not None and prev.active:
+            self._alerts[alert.key] = alert
+        else:
+            self._raise(raised, alert)
 
     def _mem_temp(self, raised: list[Alert], g: GpuSample, now: datetime) -> None:
         # Same margins as the GPU temperature, against the memory's own limit.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gputui.telemetry.alerts import Alert
+from gputui.telemetry.job_alerts import JobState
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.throttle import ThrottleEpisode
 
@@ -32,6 +33,11 @@ class Frame:
     catch_up: tuple[Snapshot, ...] = field(default=())
     # Alerts that became inactive with this very snapshot (notifications say "ended").
     cleared: tuple[Alert, ...] = ()
+    # How each training job in the snapshot does against its own median (alerts on).
+    jobs: tuple[JobState, ...] = ()
+    # Each job_slowdown as it stands (ongoing and ended), oldest first: the alerts screen
+    # shows them beside the throttle episodes.
+    job_slowdowns: tuple[Alert, ...] = ()
 
     @property
     def stale_gpus(self) -> tuple[int, ...]:

@@ -178,6 +178,43 @@ class GpuEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class JobReading:
+    """A training job that reports with gputui.track, as read at one tick
+    (gputui.telemetry.jobs). Rates are over the last few seconds of its steps; None
+    where the job reports no such figure (tokens) or has too few steps yet."""
+
+    pid: int
+    name: str
+    gpus: tuple[int, ...]  # NVML indices: its NVML processes, else its CUDA_VISIBLE_DEVICES
+    step: int
+    samples: int  # so far
+    tokens: int
+    samples_per_s: float | None
+    tokens_per_s: float | None
+    step_time_s: float | None  # median over the window
+    updated: datetime | None  # wall clock (UTC) of its last step
+    cuda_visible_devices: str | None = None  # as the job saw it; None when unset
+
+    @property
+    def throughput(self) -> float | None:
+        """What its slowdown is judged on: samples/s, else tokens/s, else steps/s."""
+        if self.samples_per_s is not None:
+            return self.samples_per_s
+        if self.tokens_per_s is not None:
+            return self.tokens_per_s
+        return 1.0 / self.step_time_s if self.step_time_s else None
+
+    @property
+    def throughput_total(self) -> float:
+        """The count `throughput` is a rate of (steps when it reports neither)."""
+        if self.samples_per_s is not None:
+            return float(self.samples)
+        if self.tokens_per_s is not None:
+            return float(self.tokens)
+        return float(self.step)
+
+
+@dataclass(frozen=True, slots=True)
 class HostSample:
     hostname: str
     cpu_pct: float | None = None
@@ -203,6 +240,7 @@ class Snapshot:
     seq: int = 0
     skipped_ticks: int = 0
     events: tuple[GpuEvent, ...] = ()  # what NVML reported since the previous snapshot
+    jobs: tuple[JobReading, ...] = ()  # training jobs reporting with gputui.track
 
     @property
     def time_iso(self) -> str:

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from gputui.telemetry.alerts import AlertEngine
 from gputui.telemetry.frame import Frame, frozen_map
 from gputui.telemetry.host import HostSource
-from gputui.telemetry.model import GpuProcess, GpuSample, Snapshot, SystemInfo
+from gputui.telemetry.jobs import JobSource
+from gputui.telemetry.model import GpuProcess, GpuSample, JobReading, Snapshot, SystemInfo
 from gputui.telemetry.readers import ReaderThreads
 from gputui.telemetry.throttle import ThrottleEpisode, ThrottleTracker
 
@@ -53,13 +54,16 @@ class Sampler:
 
     def __init__(self, *, interval: float = 1.0, nvml: object | None = None,
                  nvml_error: str | None = None, host: HostSource | None = None,
-                 alerts: bool = False, read_timeout_s: float | None = None) -> None:
+                 alerts: bool = False, read_timeout_s: float | None = None,
+                 jobs: JobSource | None = None) -> None:
         if not interval >= MIN_INTERVAL_S:
             raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
         self.interval = interval
         self.nvml = nvml
         self.nvml_error = nvml_error
         self.host = host or HostSource()
+        # Training jobs reporting with gputui.track (this user's; a few small files).
+        self.jobs = jobs if jobs is not None else JobSource()
         self.tracker = ThrottleTracker()
         self.alerts = AlertEngine() if alerts else None
         self.read_timeout_s = read_timeout_s or read_timeout(interval)
@@ -189,14 +193,23 @@ class Sampler:
         if procs:
             procs = self._describe(procs)
         host = self.host.read()
+        jobs = self._read_jobs(gpus, procs)
         with self._lock:
             self._seq += 1
             seq = self._seq
         return Snapshot(time=datetime.now(UTC), mono=time.monotonic(), system=self.system,
                         host=host, gpus=gpus, processes=procs, nvml_error=self.nvml_error,
-                        seq=seq, skipped_ticks=self.skipped_ticks,
+                        seq=seq, skipped_ticks=self.skipped_ticks, jobs=jobs,
                         events=self.nvml.take_events()  # type: ignore[attr-defined]
                         if hasattr(self.nvml, "take_events") else ())
+
+    def _read_jobs(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...]
+                   ) -> tuple[JobReading, ...]:
+        try:
+            return self.jobs.read(gpus, procs)
+        except Exception:  # a damaged job file must not cost the GPUs their tick
+            logging.getLogger("gputui").exception("reading training jobs failed")
+            return ()
 
     def _describe(self, procs: tuple[GpuProcess, ...]) -> tuple[GpuProcess, ...]:
         """User, command, CPU % and RSS of the GPU processes, read from /proc when NVML's
@@ -227,9 +240,12 @@ class Sampler:
             self._latest = snap
             listeners = list(self._listeners)
             frame_listeners = list(self._frame_listeners)
+            jobs = self.alerts.jobs if self.alerts is not None else None
             frame = Frame(snap, frozen_map(ongoing), self.tracker.episodes(), tuple(active),
-                          tuple(raised), reset, catch_up,
-                          cleared=cleared) if frame_listeners else None
+                          tuple(raised), reset, catch_up, cleared=cleared,
+                          jobs=jobs.states() if jobs is not None else (),
+                          job_slowdowns=jobs.log() if jobs is not None else (),
+                          ) if frame_listeners else None
         for fn in listeners:
             self._call(fn, snap)
         for fl in frame_listeners:
@@ -286,6 +302,7 @@ class Sampler:
     def close(self) -> None:
         """Stop and release NVML without ever blocking on a hung driver call."""
         self.stop()
+        self.jobs.close()
         hung = False
         if self._readers is not None:
             hung = self._readers.hung

@@ -14,6 +14,7 @@ from gputui.telemetry.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    JobReading,
     NvLink,
     Snapshot,
     SystemInfo,
@@ -113,7 +114,38 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
         # each once, on the line of the tick it arrived in).
         "events": [{"gpu": e.gpu_index, "kind": e.kind, "xid": e.xid, "meaning": e.meaning,
                     "time": iso_utc(e.time)} for e in s.events],
+        # Training jobs reporting with gputui.track (gputui.telemetry.jobs).
+        "jobs": [job_to_dict(j) for j in s.jobs],
     }
+
+
+def job_to_dict(j: JobReading) -> dict[str, Any]:
+    return {"pid": j.pid, "name": j.name, "gpus": list(j.gpus), "step": j.step,
+            "samples": j.samples, "tokens": j.tokens, "samples_per_s": j.samples_per_s,
+            "tokens_per_s": j.tokens_per_s, "step_time_s": j.step_time_s,
+            "updated": None if j.updated is None else iso_utc(j.updated),
+            "cuda_visible_devices": j.cuda_visible_devices}
+
+
+_JOB_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "pid": (int, False), "name": (str, False), "step": (int, False), "samples": (int, True),
+    "tokens": (int, True), "samples_per_s": ((int, float), True),
+    "tokens_per_s": ((int, float), True), "step_time_s": ((int, float), True),
+    "updated": (str, True), "cuda_visible_devices": (str, True)}
+
+
+def _job(i: int, j: dict[str, Any]) -> JobReading:
+    _check(f"jobs[{i}]", j, _JOB_TYPES)
+    gpus = j.get("gpus") or []
+    if not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
+        raise SchemaError(f"jobs[{i}].gpus holds something that is not a GPU index")
+    return JobReading(
+        pid=j["pid"], name=j["name"], gpus=tuple(gpus), step=j["step"],
+        samples=j.get("samples") or 0, tokens=j.get("tokens") or 0,
+        samples_per_s=j.get("samples_per_s"), tokens_per_s=j.get("tokens_per_s"),
+        step_time_s=j.get("step_time_s"),
+        updated=parse_iso(j["updated"]) if j.get("updated") else None,
+        cuda_visible_devices=j.get("cuda_visible_devices"))
 
 
 class SchemaError(ValueError):
@@ -275,6 +307,7 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
             processes=tuple(procs),
             nvml_error=d.get("nvml_error"),
             events=tuple(_event(i, e) for i, e in enumerate(d.get("events") or [])),
+            jobs=tuple(_job(i, j) for i, j in enumerate(d.get("jobs") or [])),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SchemaError(f"not a gputui snapshot ({type(exc).__name__}: {exc})") from exc

@@ -105,3 +105,17 @@ def fmt_duration(seconds: float) -> str:
         return f"{h}h{m:02d}m"
     d, h = divmod(h, 24)
     return f"{d}d{h:02d}h"
+
+
+def fmt_per_s(v: float | None) -> str:
+    """A job's samples or tokens per second: "12,345", "87.5", N/A."""
+    if v is None:
+        return NA
+    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def fmt_step_time(s: float | None) -> str:
+    """A step time: "85 ms", "2.41 s", N/A."""
+    if s is None:
+        return NA
+    return f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s"

@@ -377,6 +377,11 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
             return (), [], None
         return f.episodes, list(f.alerts), f.snapshot.time
 
+    def job_slowdowns_data(self) -> tuple[Alert, ...]:
+        """The job_slowdown episodes, ongoing and ended (the alerts screen's job cost)."""
+        f = self.latest_frame
+        return f.job_slowdowns if f is not None else ()
+
 
 def run_app(options: AppOptions) -> int:
     """Run the monitor in this terminal; returns the exit code."""

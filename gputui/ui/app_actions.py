@@ -69,7 +69,7 @@ class MonitorActions:
         if isinstance(self.screen, AlertsScreen):
             self.pop_screen()
             return
-        self.push_screen(AlertsScreen(self.alerts_data))
+        self.push_screen(AlertsScreen(self.alerts_data, self.job_slowdowns_data))
 
     def action_history(self: GputuiApp) -> None:
         """`h`: line charts of one GPU's history (the first GPU shown)."""

@@ -22,6 +22,33 @@ from gputui.ui.widgets.footer import FittedFooter
 from gputui.ui.widgets.table_cache import bound_render_caches
 
 AlertsSource = Callable[[], tuple[tuple[ThrottleEpisode, ...], list[Alert], datetime | None]]
+# The job_slowdown episodes (ongoing and ended): what each throttle cost the jobs on it.
+JobSlowdownsSource = Callable[[], tuple[Alert, ...]]
+# A job's throughput lags its GPU by the rate window: a slowdown raised this soon after a
+# throttle episode ended still belongs to it.
+JOB_LAG_S = 10.0
+
+
+def job_cost(e: ThrottleEpisode, slowdowns: tuple[Alert, ...], now: datetime | None) -> str:
+    """What the episode cost the jobs on its GPU: "train.py −34 % (~1,234 samples lost)"."""
+    end = e.end or now
+    parts = []
+    for a in slowdowns:
+        if a.gpu_index != e.gpu_index or a.since < e.start:
+            continue
+        if end is not None and (a.since - end).total_seconds() > JOB_LAG_S:
+            continue
+        v = a.values or {}
+        pct = v.get("worst_change_pct", v.get("throughput_change_pct"))
+        words = f"{printable(v.get('job', '?'))} {pct:+.0f} %" if isinstance(
+            pct, int | float) else printable(v.get("job", "?"))
+        lost = v.get("samples_lost")
+        if isinstance(lost, int | float):
+            words += f" (~{lost:,.0f} {v.get('unit', 'samples')} lost)"
+        elif a.active:
+            words += " (ongoing)"
+        parts.append(words)
+    return "; ".join(parts)
 
 
 def _clock(t: datetime) -> str:
@@ -45,9 +72,11 @@ class AlertsScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, source: AlertsSource) -> None:
+    def __init__(self, source: AlertsSource, jobs: JobSlowdownsSource | None = None) -> None:
         super().__init__()
         self.source = source
+        self.jobs_source = jobs
+        self._slowdowns: tuple[Alert, ...] = ()
         self._shown: tuple[object, ...] | None = None
         self._episode_rows: list[ThrottleEpisode] = []  # row i of each table → its item
         self._alert_rows: list[Alert] = []
@@ -70,7 +99,8 @@ class AlertsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         ep = self.query_one("#episodes", DataTable)
-        for label in ("GPU", "REASONS", "START", "END", "DURATION", "PEAK TEMP", "MIN SM CLOCK"):
+        for label in ("GPU", "REASONS", "START", "END", "DURATION", "PEAK TEMP", "MIN SM CLOCK",
+                      "JOB COST"):
             ep.add_column(label, key=label)
         act = self.query_one("#active", DataTable)
         for label in ("SEVERITY", "GPU", "KIND", "SINCE", "MESSAGE"):
@@ -89,7 +119,10 @@ class AlertsScreen(Screen[None]):
     def show(self, episodes: tuple[ThrottleEpisode, ...], alerts: list[Alert],
              now: datetime | None) -> None:
         """Fill both tables; rebuilt only when the content changed (durations tick)."""
-        key = (episodes, tuple(alerts), now if any(e.ongoing for e in episodes) else None)
+        if self.jobs_source is not None:
+            self._slowdowns = self.jobs_source()
+        key = (episodes, tuple(alerts), now if any(e.ongoing for e in episodes) else None,
+               self._slowdowns)
         if key == self._shown:
             return
         self._shown = key
@@ -106,9 +139,11 @@ class AlertsScreen(Screen[None]):
                 fmt_duration(e.duration_s(now)),
                 NA if e.peak_temp_c is None else f"{e.peak_temp_c} °C",
                 NA if e.min_clock_sm_mhz is None else f"{e.min_clock_sm_mhz} MHz",
+                job_cost(e, self._slowdowns, now),
             )
         if not episodes:
-            ep.add_row("", "no throttling seen since the monitor started", "", "", "", "", "")
+            ep.add_row("", "no throttling seen since the monitor started", "", "", "", "", "",
+                       "")
         ep.move_cursor(row=min(cursor, max(0, ep.row_count - 1)), animate=False)
         act = self.query_one("#active", DataTable)
         act.clear()
@@ -153,6 +188,7 @@ class AlertsScreen(Screen[None]):
         end = "ongoing" if e.end is None else _clock(e.end)
         peak = NA if e.peak_temp_c is None else f"{e.peak_temp_c} °C"
         low = NA if e.min_clock_sm_mhz is None else f"{e.min_clock_sm_mhz} MHz"
+        cost = job_cost(e, self._slowdowns, self._now)
         return (f"GPU {e.gpu_index}: {e.words}\n{_clock(e.start)} → {end} "
                 f"({fmt_duration(e.duration_s(self._now))}) · peak {peak} · "
-                f"lowest SM clock {low}")
+                f"lowest SM clock {low}" + (f"\njobs slowed: {cost}" if cost else ""))

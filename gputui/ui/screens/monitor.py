@@ -25,6 +25,7 @@ from gputui.ui.widgets.gpu_panel import GpuArea, GpuFrame, TextLine
 from gputui.ui.widgets.gpu_view import HISTORY_METRICS, metric_scale
 from gputui.ui.widgets.header import AppHeader, HeaderInfo
 from gputui.ui.widgets.host_panel import HostPanel
+from gputui.ui.widgets.jobs_box import JobsBox
 from gputui.ui.widgets.process_table import ProcessTable
 
 PROCESS_REFRESH_S = 3.0
@@ -49,6 +50,7 @@ class MonitorScreen(Screen[None]):
         yield AppHeader(id="header")
         yield TextLine("Opening NVML…", id="notice")
         yield GpuArea(id="gpus")
+        yield JobsBox(id="jobs")
         with Horizontal(id="bottom"):
             yield HostPanel(id="host")
             yield ProcessTable(id="procs")
@@ -60,6 +62,7 @@ class MonitorScreen(Screen[None]):
         self.gpus = self.query_one(GpuArea)
         self.host = self.query_one(HostPanel)
         self.procs = self.query_one(ProcessTable)
+        self.jobs = self.query_one(JobsBox)
         self.procs.focus()
         ready = getattr(self.app, "monitor_ready", None)
         if ready is not None:
@@ -77,6 +80,7 @@ class MonitorScreen(Screen[None]):
 
     def take(self, frame: Frame) -> None:
         """Every frame (drawn or not) updates the sparkline scales."""
+        self.jobs.take(frame)
         for snap in (*frame.catch_up, frame.snapshot):
             for g in snap.gpus:
                 known = self._scales.setdefault(g.index, {})
@@ -102,6 +106,7 @@ class MonitorScreen(Screen[None]):
             self.relayout()
         self.show_gpus(frame, buckets, window_s)
         self.host.update_host(snap.host)
+        self.jobs.show(frame)
         self.update_processes(snap, replaying=replaying)
         self.header.set_info(header)
 

@@ -1,0 +1,130 @@
+"""The Jobs box: training jobs that report with gputui.track, beside the GPUs they run on.
+
+One row per job: PID, name, its GPUs, samples/s with a sparkline of its recent history,
+tokens/s, the median step time, and how it does against its own median (slowed while a
+GPU it runs on throttled: the job_slowdown alert; slowed with calm GPUs: said here only).
+Hidden while no job reports. The history is the view's: fed from every frame.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from gputui.safe_text import printable
+from gputui.telemetry.frame import Frame
+from gputui.telemetry.job_alerts import JobState
+from gputui.telemetry.model import JobReading, Snapshot
+from gputui.telemetry.units import NA, fmt_per_s, fmt_step_time
+from gputui.ui.widgets.sparkline import sparkline_rows
+
+SPARK_POINTS = 24  # readings in a row's sparkline (one per tick)
+WIDE_COLUMNS = 120  # below this the box drops tokens/s and shortens the sparkline
+NARROW_SPARK = 8
+MAX_JOBS_KEPT = 64  # histories of jobs no longer shown are dropped past this
+
+
+def gpus_text(j: JobReading) -> str:
+    return ",".join(map(str, j.gpus)) if j.gpus else NA
+
+
+def status_text(state: JobState | None, *, short: bool = False) -> Text:
+    if state is None or state.status == "learning":
+        return Text("learning" if short else "learning its pace", style="dim")
+    pct = "" if state.change_pct is None else f"{state.change_pct:+.0f} %"
+    if state.status == "slowdown":
+        words = state.words.removeprefix("job slowed while ") if short else state.words
+        return Text(f"⚠ {pct}: {words}", style="bold red")
+    if state.status == "slowed":
+        words = "GPUs fine: input pipeline?" if short else state.words
+        return Text(f"{pct}: {words}", style="yellow")
+    return Text(f"ok {pct}".strip())
+
+
+class JobsBox(Static):
+    DEFAULT_CSS = """
+    JobsBox {
+        height: auto;
+        max-height: 12;
+        border: round $primary 60%;
+        border-title-style: bold;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        self.border_title = "Jobs"
+        self.display = False
+        self._history: dict[int, deque[float | None]] = {}
+        self._shown: object = None
+        self._last: tuple[tuple[JobReading, ...], dict[int, JobState]] = ((), {})
+
+    def take(self, frame: Frame) -> None:
+        """Every frame (drawn or not) goes into the sparklines' history."""
+        if frame.reset:
+            self._history.clear()
+        for snap in (*frame.catch_up, frame.snapshot):
+            self._take(snap)
+
+    def _take(self, snap: Snapshot) -> None:
+        for j in snap.jobs:
+            h = self._history.get(j.pid)
+            if h is None:
+                h = self._history[j.pid] = deque(maxlen=SPARK_POINTS)
+            h.append(j.samples_per_s if j.samples_per_s is not None else j.tokens_per_s)
+        if len(self._history) > MAX_JOBS_KEPT:
+            live = {j.pid for j in snap.jobs}
+            for pid in [p for p in self._history if p not in live]:
+                del self._history[pid]
+
+    def show(self, frame: Frame) -> None:
+        jobs = frame.snapshot.jobs
+        states = {s.pid: s for s in frame.jobs}
+        key = (jobs, frame.jobs)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.display = bool(jobs)
+        self._last = (jobs, states)
+        if jobs:
+            self.update(self.render_jobs(jobs, states, self.app.size.width))
+
+    def on_resize(self) -> None:
+        jobs, states = self._last
+        if jobs:
+            self.update(self.render_jobs(jobs, states, self.app.size.width))
+
+    def render_jobs(self, jobs: tuple[JobReading, ...], states: dict[int, JobState],
+                    width: int = WIDE_COLUMNS) -> Table:
+        """The rows; on a narrow terminal without tokens/s and with a shorter sparkline
+        and status, so that the PID and status are never cut."""
+        wide = width >= WIDE_COLUMNS
+        points = SPARK_POINTS if wide else NARROW_SPARK
+        t = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
+        t.add_column("PID", justify="right", no_wrap=True, min_width=5)
+        t.add_column("NAME", no_wrap=True, max_width=24 if wide else 14, overflow="ellipsis")
+        t.add_column("GPU", no_wrap=True)
+        t.add_column("SAMPLES/S", justify="right", no_wrap=True)
+        t.add_column("HISTORY", no_wrap=True, width=points)
+        if wide:
+            t.add_column("TOKENS/S", justify="right", no_wrap=True)
+        t.add_column("STEP p50", justify="right", no_wrap=True)
+        t.add_column("STATUS", ratio=1, overflow="fold", min_width=12)
+        for j in jobs:
+            history = list(self._history.get(j.pid, ()))
+            # One scale for the whole history kept, however much of it fits.
+            known = [v for v in history if v is not None]
+            spark = sparkline_rows(history[-points:], max(known) if known else None)[0]
+            cells: list[str | Text] = [
+                str(j.pid), Text(printable(j.name)), gpus_text(j),
+                fmt_per_s(j.samples_per_s), Text(spark, style="cyan")]
+            if wide:
+                cells.append(fmt_per_s(j.tokens_per_s))
+            cells += [fmt_step_time(j.step_time_s),
+                      status_text(states.get(j.pid), short=not wide)]
+            t.add_row(*cells)
+        return t
