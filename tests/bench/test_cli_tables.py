@@ -1,4 +1,4 @@
-"""`gputui bench history` and `bench list` tables (#14 item 8): piped output is never
+"""`gputui bench history` and `bench list` tables: piped output is never
 truncated; at 80 columns history keeps benchmark, model, status and throughput whole."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""matmul and membw bounded by time, with the shape/size flags (#11 item 2), on the CPU."""
+"""matmul and membw bounded by time, with the shape/size flags, on the CPU."""
 
 from __future__ import annotations
 

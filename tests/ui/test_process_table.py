@@ -1,4 +1,4 @@
-"""The process table's per-process columns (#15 item 5): SM%, MEM% (memory controller),
+"""The process table's per-process columns: SM%, MEM% (memory controller),
 ENC%, DEC% and CONTAINER, driven with Pilot and a sampler fed by hand."""
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ async def test_narrow_tables_drop_the_new_columns_first_and_never_cut_a_number()
 
 
 async def test_the_same_pid_on_two_gpus_shows_the_same_cpu_percent() -> None:
-    """#14 item 9: one psutil reading per PID per tick, copied to its other rows."""
+    """One psutil reading per PID per tick, copied to its other rows."""
     host = HostSource()
     me = os.getpid()
     rows = (GpuProcess(gpu_index=0, pid=me, gpu_mem_bytes=1),

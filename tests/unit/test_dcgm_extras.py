@@ -1,4 +1,4 @@
-"""dcgm-exporter's default counters that NVML gives beyond the core (#15 items 4 and 7):
+"""dcgm-exporter's default counters that NVML gives beyond the core:
 memory (HBM) temperature and its limit, encoder/decoder load, driver-reserved memory,
 PCIe replays and remapped rows, through the real pynvml and the fake library."""
 

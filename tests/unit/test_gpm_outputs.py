@@ -1,4 +1,4 @@
-"""GPM fields where users read them (#15 item 3): `snapshot --json`, `watch` CSV columns and
+"""GPM fields where users read them: `snapshot --json`, `watch` CSV columns and
 recordings, from the real CLI against the fake libnvidia-ml.so.1 (scenario gpm.conf)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""NVLink links (#15 item 9): link count, per-link state and per-link rates (GPM), and the
+"""NVLink links: link count, per-link state and per-link rates (GPM), and the
 data sent + received since boot (dcgm-exporter's DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL), in
 the sample and the snapshot JSON, through the real pynvml and the fake library."""
 

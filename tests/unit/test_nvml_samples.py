@@ -1,4 +1,4 @@
-"""Sub-second spikes (#15 item 10): nvmlDeviceGetSamples gives the driver's own ~100 ms
+"""Sub-second spikes: nvmlDeviceGetSamples gives the driver's own ~100 ms
 samples, so a power spike between two 1 s ticks shows as that tick's power_w_max."""
 
 from __future__ import annotations

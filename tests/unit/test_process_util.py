@@ -1,4 +1,4 @@
-"""Per-process utilisation and containers (#15 item 5): SM / memory / encoder / decoder %
+"""Per-process utilisation and containers: SM / memory / encoder / decoder %
 per process from NVML (the newer call, or the older one on older drivers), and the
 container from /proc/PID/cgroup; in the snapshot JSON."""
 

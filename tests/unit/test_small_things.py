@@ -1,4 +1,4 @@
-"""#14 item 9, the small things a user trips on: an unknown --theme, the install hint for
+"""The small things a user trips on: an unknown --theme, the install hint for
 torch, the snapshot's throttled flag and even cards, the first watch row's host CPU %,
 and one CPU % per process however many GPUs it uses."""
 

@@ -1,4 +1,4 @@
-"""benchmarks/tui_perf.py (#14 item 10): gputui and nvitop measured the same way and
+"""benchmarks/tui_perf.py: gputui and nvitop measured the same way and
 shown side by side; medians over alternating rounds; bad arguments are one line."""
 
 from __future__ import annotations
