@@ -43,6 +43,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> CliResult:
 
 
 CliRunner = Callable[..., CliResult]
+CliEnv = Callable[..., CliResult]  # the cli_env fixture: (args, env) -> CliResult
 
 
 def apply_env(monkeypatch: pytest.MonkeyPatch, env: Mapping[str, str] | None) -> None:
