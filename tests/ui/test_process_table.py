@@ -12,14 +12,9 @@ from gputui.ui.app import GputuiApp
 from gputui.ui.options import AppOptions
 from gputui.ui.screens.monitor import PROCESS_REFRESH_S
 from gputui.ui.widgets.process_table import ProcessTable
-from tests.ui.helpers import gpu, proc, screen_text, snap
+from tests.ui.helpers import gpu, make_app, proc, screen_text, snap
 
 UTIL_KEYS = ("sm_util", "mem_util", "enc_util", "dec_util")
-
-
-def make_app() -> tuple[GputuiApp, Sampler]:
-    sampler = Sampler(interval=1.0, nvml=None)
-    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
 
 
 def _rows(app: GputuiApp) -> list[str]:
