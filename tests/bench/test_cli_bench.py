@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from gputui.bench import results
-from tests.cli import CliResult, CliRunner
+from tests.cli import CliResult
 
 from .test_results import make_doc
 
@@ -40,25 +40,6 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 Gputui = Callable[..., CliResult]
-
-
-@pytest.fixture
-def gputui(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> Gputui:
-    """``gputui(*argv, env={...}, hook=None)``: the CLI in-process with those variables set;
-    ``hook`` is a worker test hook injected into the spec the CLI builds (not a CLI flag)."""
-    from gputui.bench import runner
-
-    def run(*argv: str, env: dict[str, str] | None = None,
-            hook: str | None = None) -> CliResult:
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        if hook is not None:
-            orig = runner.make_spec
-            monkeypatch.setattr(runner, "make_spec",
-                                lambda *a, **k: orig(*a, **{**k, "test_hook": hook}))
-        return cli(*argv)
-
-    return run
 
 
 @functools.cache

@@ -13,7 +13,7 @@ import pytest
 from gputui.bench.config import GPU_KEYS, TORCH_KEYS
 from gputui.bench.runner import BenchRun, make_spec
 
-from .test_cli_bench import TINY, gputui, needs_torch
+from .test_cli_bench import TINY, Gputui, needs_torch
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_a_cpu_run_records_every_key_null_where_it_has_none() -> None:
 
 
 @needs_torch
-def test_worker_records_torch_switches_and_memory_peaks() -> None:
+def test_worker_records_torch_switches_and_memory_peaks(gputui: Gputui) -> None:
     proc = gputui("bench", "run", "cnn-train", *TINY, "--steps", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     cfg = json.loads(proc.stdout)["config"]
