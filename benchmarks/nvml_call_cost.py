@@ -1,4 +1,5 @@
-"""CPU cost of each NVML read #15 added, per GPU and tick (a benchmark, not a test).
+"""CPU cost per GPU and tick of each optional NVML read: GPM, samples, memory temperature,
+encoder/decoder, row remapping (a benchmark, not a test).
 
 Runs NvmlSource in-process against the fake libnvidia-ml.so.1 on one Hopper-like GPU
 (GPM, NVLink, memory sensor, two processes with utilisation samples), the fake clock

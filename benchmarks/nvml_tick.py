@@ -45,13 +45,13 @@ FIELD_SETS = {
     "tui --record (no PCIe throughput)": ALL_FIELDS - {"pcie_throughput"},
     "watch/snapshot (all fields)": ALL_FIELDS,
     # The same sets on 8 Hopper GPUs whose GPM counters, memory sensor, encoder/decoder,
-    # PCIe replay and row-remap reads all answer (#15): what those calls add.
+    # PCIe replay and row-remap reads all answer: what those calls add.
     "tui, GPM GPUs": MONITOR_FIELDS,
     # The same while the GPU detail screen is open: it asks for per-link NVLink rates.
     "tui, GPM GPUs, detail open": MONITOR_FIELDS | {"link_rates"},
     "watch/snapshot, GPM GPUs": ALL_FIELDS,
     # 8 Hopper GPUs in MIG mode, each split into 7 MIG devices (1g.10gb, one process
-    # each) with GPM: the MIG reads' cost (#15 item 8). MIG off costs one
+    # each) with GPM: the MIG reads' cost. MIG off costs one
     # nvmlDeviceGetMigMode per GPU per open, nothing per tick.
     "tui, MIG GPUs (8 x 7)": MONITOR_FIELDS,
     "watch/snapshot, MIG GPUs (8 x 7)": ALL_FIELDS,

@@ -9,18 +9,24 @@
 * ``no_nvml`` (function): ``pynvml`` cannot find any NVML library.
 * ``make_scenario`` (function): ``make_scenario({...}, name="scenario.conf") -> Path``
   in the test's ``tmp_path``.
+* ``cli`` (function): ``cli("snapshot", "--json") -> CliResult(returncode, stdout,
+  stderr)``, ``gputui.cli.main`` run in-process (tests/cli.py).
+* ``cli_env`` (function): ``cli_env(args, env) -> CliResult``: the same with ``env`` (a
+  subprocess environment, e.g. ``fake_nvml_lib.env(scenario)``) applied in-process: the
+  fake NVML on that scenario when its library is on ``LD_LIBRARY_PATH``, else no NVML.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli import CliResult, CliRunner, apply_env, run_cli
 from tests.fakenvml.harness import (
     FakeNvml,
     FakeNvmlLib,
@@ -100,3 +106,34 @@ def make_scenario(tmp_path: Path) -> Callable[..., Path]:
         return write_scenario(tmp_path / name, mapping)
 
     return make
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> CliRunner:
+    """``cli(*argv) -> CliResult``: ``gputui *argv`` in-process, its output captured."""
+
+    def run(*argv: str) -> CliResult:
+        return run_cli(capsys, *argv)
+
+    return run
+
+
+@pytest.fixture
+def cli_env(cli: CliRunner, fake_nvml: FakeNvml,
+            monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+    """``cli_env(args, env=None)``: ``gputui *args`` in-process as a subprocess with
+    environment ``env`` would run it (``FAKENVML_STATS_FILE`` is not honoured)."""
+    import pynvml
+
+    def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> CliResult:
+        apply_env(monkeypatch, env)
+        lib_dirs = os.environ.get("LD_LIBRARY_PATH", "").split(":")
+        if str(fake_nvml.lib_info.lib_dir) in lib_dirs:
+            # The fake's clock runs from 0, as in a process that has just loaded it.
+            fake_nvml.use(os.environ.get("FAKENVML_SCENARIO"), frozen_time=None)
+        else:
+            reset_pynvml()
+            monkeypatch.setattr(pynvml, "CDLL", _refuse_cdll(pynvml.CDLL))
+        return cli(*args)
+
+    return run

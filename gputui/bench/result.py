@@ -3,7 +3,7 @@
 The worker builds its result with a `ResultBuilder`; the runner starts from the worker's
 result (or from the run request when the worker sent none) with the same builder and gives the
 final verdict. JSON goes in and out of the same classes (`Result.to_dict` /
-`Result.from_dict`); the field names are the public contract documented in the README.
+`Result.from_dict`); the field names are the public contract documented in docs/benchmarks.md.
 
 Schema 2 adds `throughput.value` (the headline: samples ÷ seconds of the timed loop),
 `throughput.definition`, `throughput.windows` and `n` in the percentile objects. A schema-1

@@ -1,6 +1,7 @@
 """Where benchmark results live: ids, atomic storage, loading, history.
 
-A result is a `gputui.bench.result.Result`; its JSON object is the public contract (README).
+A result is a `gputui.bench.result.Result`; its JSON object is the public contract
+(docs/benchmarks.md).
 A damaged file (not UTF-8, not JSON, NaN/Infinity, a field of the wrong type) is one
 GputuiError naming the file, and `history` skips it with a warning: one bad file never
 hides the rest. Nothing here imports torch.

@@ -95,7 +95,7 @@ class WindowStats:
     # Share of readings with clocks-event reason 0x2 (ApplicationsClocksSetting): clocks
     # held by an application-clocks (or, on drivers that report it so, locked-clocks)
     # setting. Not throttling. NVML has no getter for locked clocks, and NVML 13's header
-    # marks this bit "no longer used": 0 on a current driver proves nothing (README).
+    # marks this bit "no longer used": 0 on a current driver proves nothing (docs/benchmarks.md).
     clocks_setting_fraction: float | None = None
 
     @property

@@ -88,7 +88,7 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         super().__init__()
         from gputui.ui.term_output import install
 
-        install()  # partial updates written from the first changed cell (#14 item 10)
+        install()  # partial updates written from the first changed cell
         self.options = options or AppOptions()
         self.sampler: Sampler | None = sampler
         self._own_sampler = sampler is None  # we close what we opened, not what we were given

@@ -1,4 +1,4 @@
-"""batch-finder (#11 item 6): device-resident probes, device vs host out-of-memory, a
+"""batch-finder: device-resident probes, device vs host out-of-memory, a
 stated headroom."""
 
 from __future__ import annotations

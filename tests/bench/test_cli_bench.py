@@ -1,8 +1,11 @@
-"""`gputui bench ...` as a user runs it: a subprocess, exit codes, one-line errors."""
+"""`gputui bench ...` as a user runs it: exit codes, one-line errors, output. The CLI runs
+in-process (`gputui.cli.main`); the worker is always a real child process; Ctrl-C and the
+import check use a subprocess of the CLI itself."""
 
 from __future__ import annotations
 
 import csv
+import functools
 import importlib.util
 import io
 import json
@@ -11,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ import psutil
 import pytest
 
 from gputui.bench import results_store
+from tests.cli import CliResult
 
 from .test_results import make_doc
 
@@ -34,23 +39,17 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def gputui(*argv: str, env: dict[str, str] | None = None,
-           hook: str | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "gputui", *argv]
-    if hook is not None:
-        # Test hooks are not a CLI flag: inject one into the spec the CLI builds.
-        code = ("import sys, gputui.bench.request as r; from gputui.cli import main; "
-                "orig = r.make_request; "
-                f"r.make_request = lambda *a, **k: orig(*a, **{{**k, 'test_hook': {hook!r}}}); "
-                "sys.exit(main(sys.argv[1:]))")
-        cmd = [sys.executable, "-c", code, *argv]
-    return subprocess.run(
-        cmd, capture_output=True, text=True, env={**os.environ, **(env or {})},
-        timeout=WAIT_S,
-    )
+Gputui = Callable[..., CliResult]
 
 
-def assert_usage_error(proc: subprocess.CompletedProcess[str], fragment: str) -> None:
+@functools.cache
+def cuda_available() -> bool:
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=WAIT_S)
+    return probe.stdout.strip() == "True"
+
+
+def assert_usage_error(proc: CliResult, fragment: str) -> None:
     assert proc.returncode == 2, proc.stderr
     # Exactly one line: no blank line before it (a progress bar's leftovers) or after.
     assert proc.stderr.endswith("\n") and proc.stderr.count("\n") == 1, repr(proc.stderr)
@@ -61,7 +60,7 @@ def assert_usage_error(proc: subprocess.CompletedProcess[str], fragment: str) ->
     assert proc.stdout == ""
 
 
-def test_list_table_and_json() -> None:
+def test_list_table_and_json(gputui: Gputui) -> None:
     proc = gputui("bench", "list")
     assert proc.returncode == 0, proc.stderr
     assert "cnn-train" in proc.stdout and "matmul" in proc.stdout
@@ -99,7 +98,7 @@ def test_list_does_not_import_torch() -> None:
         ([], "choose a bench command"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(argv: list[str], fragment: str) -> None:
+def test_bad_input_is_one_line_exit_2(argv: list[str], fragment: str, gputui: Gputui) -> None:
     proc = gputui("bench", *argv)
     if not argv:
         # `gputui bench` alone also prints its usage; the error is still the last line.
@@ -110,7 +109,7 @@ def test_bad_input_is_one_line_exit_2(argv: list[str], fragment: str) -> None:
     assert_usage_error(proc, fragment)
 
 
-def test_history_show_compare_export(data_dir: Path) -> None:
+def test_history_show_compare_export(data_dir: Path, gputui: Gputui) -> None:
     a = make_doc(throughput=100.0, batch=8, started="2025-01-01T00:00:00.000Z")
     b = make_doc(throughput=125.0, batch=16, started="2025-01-02T00:00:00.000Z")
     results_store.save(a)
@@ -144,7 +143,7 @@ def test_history_show_compare_export(data_dir: Path) -> None:
     assert out.read_text().count("\n") == 4
 
 
-def test_corrupt_result_file(data_dir: Path) -> None:
+def test_corrupt_result_file(data_dir: Path, gputui: Gputui) -> None:
     good = make_doc()
     results_store.save(good)
     bad = data_dir / "results" / "20250101-000000-000-badbad.json"
@@ -162,7 +161,7 @@ def test_corrupt_result_file(data_dir: Path) -> None:
 
 
 @needs_torch
-def test_run_json_prints_only_the_result(data_dir: Path) -> None:
+def test_run_json_prints_only_the_result(data_dir: Path, gputui: Gputui) -> None:
     out = data_dir / "copy.json"
     proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "3", "--json",
                   "--output", str(out))
@@ -176,7 +175,7 @@ def test_run_json_prints_only_the_result(data_dir: Path) -> None:
 
 
 @needs_torch
-def test_run_prints_a_summary(data_dir: Path) -> None:
+def test_run_prints_a_summary(data_dir: Path, gputui: Gputui) -> None:
     proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "2",
                   env={"COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
@@ -187,10 +186,8 @@ def test_run_prints_a_summary(data_dir: Path) -> None:
 
 
 @needs_torch
-def test_cuda_without_cuda_is_usage_error() -> None:
-    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                           capture_output=True, text=True, timeout=WAIT_S)
-    if probe.stdout.strip() == "True":
+def test_cuda_without_cuda_is_usage_error(gputui: Gputui) -> None:
+    if cuda_available():
         pytest.skip("this machine has CUDA")
     proc = gputui("bench", "run", "cnn-infer", "--device", "cuda", "--steps", "1")
     assert_usage_error(proc, "CUDA")
@@ -199,7 +196,7 @@ def test_cuda_without_cuda_is_usage_error() -> None:
 
 
 @needs_torch
-def test_oom_is_reported_with_batch_and_suggestion(data_dir: Path) -> None:
+def test_oom_is_reported_with_batch_and_suggestion(data_dir: Path, gputui: Gputui) -> None:
     proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "1",
                   env={"GPUTUI_BENCH_TEST_HOOKS": "1"}, hook="oom")
     assert proc.returncode == 1, proc.stderr
@@ -241,19 +238,17 @@ def test_ctrl_c_cancels_and_saves_a_partial_result(data_dir: Path) -> None:
 
 
 @needs_torch
-def test_worker_side_usage_error_is_exactly_one_line() -> None:
+def test_worker_side_usage_error_is_exactly_one_line(gputui: Gputui) -> None:
     # Device "auto" resolves to the CPU inside the worker, after the progress display has
     # started: its error must still be the only line on stderr.
-    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                           capture_output=True, text=True, timeout=WAIT_S)
-    if probe.stdout.strip() == "True":
+    if cuda_available():
         pytest.skip("this machine has CUDA")
     proc = gputui("bench", "run", "rnn-train", "--precision", "fp16", "--steps", "1")
     assert_usage_error(proc, "fp16")
 
 
 @needs_torch
-def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path) -> None:
+def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path, gputui: Gputui) -> None:
     # Also the default rnn-train model (LSTM) end to end through the CLI.
     proc = gputui("bench", "run", "rnn-train", "--device", "cpu", "--batch-size", "2",
                   "--seq-len", "8", "--steps", "3", "--warmup", "1", "--threads", "1",
@@ -301,7 +296,7 @@ def test_summary_labels_points_once_and_explains_batch_finder() -> None:
 
 
 @needs_torch
-def test_one_headline_everywhere(data_dir: Path) -> None:
+def test_one_headline_everywhere(data_dir: Path, gputui: Gputui) -> None:
     """samples ÷ timed-loop seconds, the same number in run, show, history, compare and
     export (and in the text summary, as formatted)."""
     from gputui.bench.fmt import fmt_num

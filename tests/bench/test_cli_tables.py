@@ -1,13 +1,11 @@
-"""`gputui bench history` and `bench list` tables (#14 item 8): piped output is never
+"""`gputui bench history` and `bench list` tables: piped output is never
 truncated; at 80 columns history keeps benchmark, model, status and throughput whole."""
 
 from __future__ import annotations
 
 import argparse
 import io
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from rich.console import Console
 from gputui.bench import catalog, results_store
 from gputui.commands import bench_results
 from gputui.commands.bench_results import short_id
+from tests.cli import CliRunner
 
 from .test_results import make_doc
 
@@ -34,12 +33,18 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _piped(*argv: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.run([sys.executable, "-m", "gputui", *argv], capture_output=True,
-                          text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+@pytest.fixture
+def piped(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
+    """``piped(*argv)``: the CLI's stdout when it is not a terminal and no size is set."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+    def run(*argv: str) -> str:
+        proc = cli(*argv)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    return run
 
 
 def _on_terminal(monkeypatch: pytest.MonkeyPatch, width: int) -> str:
@@ -51,8 +56,8 @@ def _on_terminal(monkeypatch: pytest.MonkeyPatch, width: int) -> str:
     return out.getvalue()
 
 
-def test_piped_history_shows_every_column_whole(history: Path) -> None:
-    out = _piped("bench", "history")
+def test_piped_history_shows_every_column_whole(history: Path, piped: Callable[..., str]) -> None:
+    out = piped("bench", "history")
     assert "…" not in out
     for rid in IDS:
         row = next(line for line in out.splitlines() if rid in line)
@@ -90,8 +95,8 @@ def test_short_ids_are_unique_prefixes_that_show_accepts(history: Path) -> None:
         assert results_store.load(short).id == rid
 
 
-def test_piped_bench_list_never_cuts_model_names() -> None:
-    out = _piped("bench", "list")
+def test_piped_bench_list_never_cuts_model_names(piped: Callable[..., str]) -> None:
+    out = piped("bench", "list")
     assert "…" not in out
     words = set(out.replace("*", " ").split())
     for bench in catalog.BENCHMARKS.values():

@@ -14,7 +14,7 @@ from gputui.bench.config import GPU_KEYS, TORCH_KEYS
 from gputui.bench.request import make_request
 from gputui.bench.runner import BenchRun
 
-from .test_cli_bench import TINY, gputui, needs_torch
+from .test_cli_bench import TINY, Gputui, needs_torch
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def test_a_cpu_run_records_every_key_null_where_it_has_none() -> None:
 
 
 @needs_torch
-def test_worker_records_torch_switches_and_memory_peaks() -> None:
+def test_worker_records_torch_switches_and_memory_peaks(gputui: Gputui) -> None:
     proc = gputui("bench", "run", "cnn-train", *TINY, "--steps", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     cfg = json.loads(proc.stdout)["config"]

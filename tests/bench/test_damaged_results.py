@@ -4,18 +4,14 @@ rest keep working, and no string from a file reaches the terminal as escapes or 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gputui.bench import results_store
+from tests.cli import CliRunner
 
 from .test_results import make_doc
-
-WAIT_S = 120.0
 
 DAMAGE = {
     "not-utf8": b'{"benchmark": "cnn-train", "model": "\xff\xfe"}',
@@ -34,10 +30,11 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def gputui(*argv: str) -> subprocess.CompletedProcess[str]:
-    # Wide enough that rich's tables show whole cells.
-    return subprocess.run([sys.executable, "-m", "gputui", *argv], capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "400"}, timeout=WAIT_S)
+@pytest.fixture
+def gputui(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """The CLI in-process, wide enough that rich's tables show whole cells."""
+    monkeypatch.setenv("COLUMNS", "400")
+    return cli
 
 
 def save_damaged(data_dir: Path, name: str) -> Path:
@@ -48,7 +45,8 @@ def save_damaged(data_dir: Path, name: str) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(DAMAGE))
-def test_every_command_survives_a_damaged_file(data_dir: Path, name: str) -> None:
+def test_every_command_survives_a_damaged_file(data_dir: Path, name: str,
+                                               gputui: CliRunner) -> None:
     a = make_doc("20250102-000000-000-aaaaaa", throughput=100.0)
     b = make_doc("20250103-000000-000-bbbbbb", throughput=125.0)
     results_store.save(a)
@@ -82,7 +80,7 @@ def test_every_command_survives_a_damaged_file(data_dir: Path, name: str) -> Non
         assert proc.stdout == ""
 
 
-def test_old_schema_1_files_load_with_their_headline(data_dir: Path) -> None:
+def test_old_schema_1_files_load_with_their_headline(data_dir: Path, gputui: CliRunner) -> None:
     doc = make_doc("20250101-000000-000-schema", throughput=80.0)
     doc.pop("schema", None)
     doc["throughput"] = {"median": 75.0, "mean": 80.0, "p10": 70.0, "p90": 85.0,
@@ -105,7 +103,8 @@ def test_old_schema_1_files_load_with_their_headline(data_dir: Path) -> None:
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J[link=file:///etc/passwd]click[/link][bold]X"
 
 
-def test_hostile_strings_are_shown_escaped_never_as_markup(data_dir: Path) -> None:
+def test_hostile_strings_are_shown_escaped_never_as_markup(data_dir: Path,
+                                                           gputui: CliRunner) -> None:
     a = make_doc("20250102-000000-000-aaaaaa", model=HOSTILE, device_name=HOSTILE,
                  settings={"note": HOSTILE}, error={"kind": "crash", "message": HOSTILE})
     b = make_doc("20250103-000000-000-bbbbbb")

@@ -1,5 +1,5 @@
-"""Where synthetic batches live (#11 item 1), and a training step free of host syncs
-(#11 item 5). CPU here; the CUDA paths (side-stream copies, fused GradScaler) run on a GPU
+"""Where synthetic batches live, and a training step free of host syncs.
+CPU here; the CUDA paths (side-stream copies, fused GradScaler) run on a GPU
 when one is present."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DDP (#11 item 10): ranks on the GPUs --device names, energy summed over ranks, and a
+"""DDP: ranks on the GPUs --device names, energy summed over ranks, and a
 coordinating worker that holds no CUDA context."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The GPU-to-GPU topology of a DDP run (`config.topology`, #13 item 2): each rank's GPU
+"""The GPU-to-GPU topology of a DDP run (`config.topology`): each rank's GPU
 by UUID → its NVML device → how every pair is connected (NVLink links or the PCIe path,
 P2P), read with the fake NVML; shown in the summary."""
 

@@ -16,7 +16,7 @@ import pytest
 from gputui.bench.launch import DEFAULT_HOST, Plan, from_launcher, parse_endpoint, plan, scaling
 from gputui.errors import UsageError
 
-from .test_cli_bench import TINY, WAIT_S, assert_usage_error, gputui, needs_torch
+from .test_cli_bench import TINY, WAIT_S, Gputui, assert_usage_error, needs_torch
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +66,7 @@ def test_endpoint_and_scaling_arithmetic() -> None:
     assert scaling(180.0, 2, None, None) is None
 
 
-def test_bad_node_flags_are_usage_errors() -> None:
+def test_bad_node_flags_are_usage_errors(gputui: Gputui) -> None:
     assert_usage_error(gputui("bench", "run", "cnn-train", "--nnodes", "2", "--node-rank",
                               "2"), "--node-rank 2 is not below --nnodes 2")
     assert_usage_error(gputui("bench", "run", "cnn-train", "--nnodes", "2",
@@ -77,7 +77,7 @@ def test_bad_node_flags_are_usage_errors() -> None:
 
 
 @needs_torch
-def test_two_nodes_on_loopback_give_one_result_with_scaling(data_dir: Path) -> None:
+def test_two_nodes_on_loopback_give_one_result_with_scaling(data_dir: Path, gputui: Gputui) -> None:
     base = gputui("bench", "run", "cnn-train", *TINY, "--steps", "3", "--threads", "1",
                   "--json")
     assert base.returncode == 0, base.stderr

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from gputui.bench import peaks
 from gputui.cli import main
+from tests.cli import CliRunner
 
 
 def peaks_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
@@ -83,16 +82,14 @@ def test_bench_peaks_unknown_name_exits_1_with_one_line(
     assert len(lines) == 1 and lines[0].startswith(f"gputui: no peak table row for {name!r}")
 
 
-def test_bench_peaks_unknown_name_as_a_user_sees_it() -> None:
+def test_bench_peaks_unknown_name_as_a_user_sees_it(cli: CliRunner) -> None:
     for name in ("NVIDIA Mystery 9000", "NVIDIA H100"):
-        proc = subprocess.run([sys.executable, "-m", "gputui", "bench", "peaks", "--gpu", name,
-                               "--json"], capture_output=True, text=True, timeout=60)
+        proc = cli("bench", "peaks", "--gpu", name, "--json")
         assert proc.returncode == 1
         assert proc.stdout == ""
         lines = proc.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("gputui: no peak table row for")
-    proc = subprocess.run([sys.executable, "-m", "gputui", "bench", "peaks", "--cc", "8.0"],
-                          capture_output=True, text=True, timeout=60)
+    proc = cli("bench", "peaks", "--cc", "8.0")
     assert proc.returncode == 2 and proc.stderr.startswith("gputui: ")
 
 

@@ -1,14 +1,12 @@
-"""matmul and membw bounded by time, with the shape/size flags (#11 item 2), on the CPU."""
+"""matmul and membw bounded by time, with the shape/size flags, on the CPU."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
 from gputui.bench import catalog
 from gputui.errors import UsageError
+from tests.cli import CliRunner
 
 from .worker_helpers import check_ok, run_worker
 
@@ -67,9 +65,8 @@ def test_bad_shapes_are_usage_errors(spec: dict, message: str) -> None:
         catalog.validate_spec(spec)
 
 
-def test_bad_shape_on_the_command_line() -> None:
-    proc = subprocess.run([sys.executable, "-m", "gputui", "bench", "run", "matmul",
-                           "--shape", "8x8"], capture_output=True, text=True, timeout=60)
+def test_bad_shape_on_the_command_line(cli: CliRunner) -> None:
+    proc = cli("bench", "run", "matmul", "--shape", "8x8")
     assert proc.returncode == 2
     assert proc.stderr.startswith("gputui: ") and "MxNxK" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1

@@ -1,4 +1,4 @@
-"""What a result records (#11 items 4 and 8): warm-up kept out of time-to-target, the
+"""What a result records: warm-up kept out of time-to-target, the
 GPU's clocks over the timed window, and numerics flags only where they apply."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from gputui.bench.request import make_request
 from gputui.bench.result import Result
 from gputui.bench.runner import BenchRun
 
-from .test_cli_bench import gputui
+from .test_cli_bench import Gputui
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -49,13 +49,13 @@ def run_with(patch: dict[str, Any]) -> Result:
     return result
 
 
-def show(result: Result) -> str:
+def show(gputui: Gputui, result: Result) -> str:
     proc = gputui("bench", "show", result.id, env={"COLUMNS": "250"})
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
-def test_a_matching_run_carries_the_ratio_everywhere() -> None:
+def test_a_matching_run_carries_the_ratio_everywhere(gputui: Gputui) -> None:
     r = run_with(MATCH)
     ref = r.extra["reference"]
     assert ref["ratio"] == pytest.approx(2321.8 / 2470.0)
@@ -63,20 +63,20 @@ def test_a_matching_run_carries_the_ratio_everywhere() -> None:
     assert ref["reference"]["value"] == 2470.0 and "DeepLearningExamples" in ref["source"]
     saved = json.loads(gputui("bench", "show", r.id, "--json").stdout)
     assert saved["extra"]["reference"] == ref
-    assert "vs published" in show(r) and ref["text"] in show(r)
+    assert "vs published" in show(gputui, r) and ref["text"] in show(gputui, r)
 
 
-def test_a_mismatch_on_batch_gets_no_comparison() -> None:
+def test_a_mismatch_on_batch_gets_no_comparison(gputui: Gputui) -> None:
     r = run_with({**MATCH, "batch_size": 128,
                   "settings": {**MATCH["settings"], "batch_size": 128}})
     assert "reference" not in r.extra
-    assert "vs published" not in show(r)
+    assert "vs published" not in show(gputui, r)
 
 
-def test_a_mismatch_on_gpu_gets_no_comparison() -> None:
+def test_a_mismatch_on_gpu_gets_no_comparison(gputui: Gputui) -> None:
     r = run_with({**MATCH, "device_name": "NVIDIA H100 80GB HBM3"})
     assert "reference" not in r.extra
-    assert "vs published" not in show(r)
+    assert "vs published" not in show(gputui, r)
 
 
 def test_a_cpu_run_never_gets_a_comparison() -> None:

@@ -12,7 +12,7 @@ from gputui.bench.compare import compare
 from gputui.bench.result import Result
 from gputui.bench.stats import TrialSpread, noise, trial_spread
 
-from .test_cli_bench import TINY, assert_usage_error, gputui, needs_torch
+from .test_cli_bench import TINY, Gputui, assert_usage_error, needs_torch
 from .test_results import make_doc
 
 
@@ -30,7 +30,7 @@ def test_trial_spread_is_median_min_max() -> None:
 
 
 @needs_torch
-def test_repeat_3_gives_three_trials_and_a_spread(data_dir: Path) -> None:
+def test_repeat_3_gives_three_trials_and_a_spread(data_dir: Path, gputui: Gputui) -> None:
     proc = gputui("bench", "run", "cnn-train", *TINY, "--steps", "2", "--repeat", "3",
                   "--json")
     assert proc.returncode == 0, proc.stderr
@@ -49,14 +49,14 @@ def test_repeat_3_gives_three_trials_and_a_spread(data_dir: Path) -> None:
 
 
 @needs_torch
-def test_single_run_has_no_trials(data_dir: Path) -> None:
+def test_single_run_has_no_trials(data_dir: Path, gputui: Gputui) -> None:
     proc = gputui("bench", "run", "cnn-infer", *TINY, "--steps", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["trials"] is None and doc["spread"] is None
 
 
-def test_repeat_is_refused_where_it_cannot_apply() -> None:
+def test_repeat_is_refused_where_it_cannot_apply(gputui: Gputui) -> None:
     assert_usage_error(gputui("bench", "run", "batch-finder", "--device", "cpu",
                               "--repeat", "2"), "--repeat does not apply to batch-finder")
     assert_usage_error(gputui("bench", "run", "cnn-train", "--repeat", "0"), "--repeat")
@@ -102,7 +102,7 @@ def test_no_repeats_no_noise_verdict() -> None:
     assert tp.noise is None and not tp.within_noise and tp.verdict == "better"
 
 
-def test_compare_cli_says_within_noise(data_dir: Path) -> None:
+def test_compare_cli_says_within_noise(data_dir: Path, gputui: Gputui) -> None:
     a, b = _doc(100.0, [95.0, 100.0, 105.0]), _doc(104.0, [99.0, 104.0, 109.0])
     results_store.save(a)
     results_store.save(b)

@@ -1,4 +1,4 @@
-"""The runner's throttle watcher reads only what throttling needs (#11 item 9)."""
+"""The runner's throttle watcher reads only what throttling needs."""
 
 from __future__ import annotations
 

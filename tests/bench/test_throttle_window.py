@@ -25,7 +25,7 @@ from gputui.bench.throttle_window import (
     window_words,
 )
 
-from .test_cli_bench import gputui
+from .test_cli_bench import Gputui
 from .test_results import make_doc
 
 FAKE = Path(__file__).with_name("fake_worker.py")
@@ -199,7 +199,7 @@ def _throttled_doc(fraction: float, value: float = 100.0) -> dict:
     return d
 
 
-def test_throttled_run_is_flagged_in_history_show_compare_export() -> None:
+def test_throttled_run_is_flagged_in_history_show_compare_export(gputui: Gputui) -> None:
     hot, cool = _throttled_doc(0.5, 90.0), _throttled_doc(0.0, 100.0)
     results_store.save(cool)
     results_store.save(hot)

@@ -49,7 +49,7 @@ def test_cnn_infer_throughput_records_step_time_not_latency() -> None:
                       "warmup": 1, "threads": 1})
     doc = check_ok(run)
     assert doc["samples"] == 12
-    # Offline batches are queued back to back: their spacing is a step time (#11 item 8).
+    # Offline batches are queued back to back: their spacing is a step time.
     assert doc["latency_ms"] is None
     _ordered(doc["step_time_ms"])
     assert "not measured" in doc["settings"]["latency"]

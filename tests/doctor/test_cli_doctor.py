@@ -1,5 +1,5 @@
-"""`gputui doctor --quick` as an admission script runs it: the real CLI in a subprocess
-against the fake libnvidia-ml.so.1, in text, JSON and JUnit."""
+"""`gputui doctor --quick` as an admission script runs it: the real CLI (in-process, and in a
+subprocess for Ctrl-C) against the fake libnvidia-ml.so.1, in text, JSON and JUnit."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from tests.cli import CliResult
 from tests.doctor.expected import CLEAN, FAULTS
 from tests.fakenvml.harness import FakeNvmlLib, scenario_path
 
@@ -18,9 +22,18 @@ GPUTUI = [sys.executable, "-m", "gputui"]
 LINE = re.compile(r"^(box|GPU (\d+))\s+(\w+)\s+(PASS|WARN|FAIL|SKIP)\b")
 
 
-def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GPUTUI, "doctor", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
+Run = Callable[..., CliResult]
+
+
+@pytest.fixture
+def run(cli_env: Run) -> Run:
+    """``run(args, env)``: `gputui doctor *args` in-process, as a subprocess with that
+    environment would run it."""
+
+    def doctor(args: list[str], env: dict[str, str]) -> CliResult:
+        return cli_env(["doctor", *args], env)
+
+    return doctor
 
 
 def text_statuses(stdout: str) -> dict[tuple[int | None, str], str]:
@@ -55,7 +68,7 @@ def junit_statuses(path: Path) -> dict[tuple[int | None, str], str]:
 
 
 def test_clean_box_passes_in_text_json_and_junit(fake_nvml_lib: FakeNvmlLib,
-                                                 tmp_path: Path) -> None:
+                                                 tmp_path: Path, run: Run) -> None:
     env = fake_nvml_lib.env(scenario_path("doctor_clean"))
     junit = tmp_path / "doctor.xml"
     proc = run(["--quick", "--junit", str(junit)], env)
@@ -72,7 +85,7 @@ def test_clean_box_passes_in_text_json_and_junit(fake_nvml_lib: FakeNvmlLib,
 
 
 def test_faulty_box_names_every_tripped_check(fake_nvml_lib: FakeNvmlLib,
-                                              tmp_path: Path) -> None:
+                                              tmp_path: Path, run: Run) -> None:
     env = fake_nvml_lib.env(scenario_path("doctor_faults"))
     junit = tmp_path / "out" / "doctor.xml"
     # --observe 2: XID 79 arrives on GPU 0 one second after the fake loads.
@@ -88,7 +101,7 @@ def test_faulty_box_names_every_tripped_check(fake_nvml_lib: FakeNvmlLib,
     assert not [p for p in junit.parent.iterdir() if p.name != "doctor.xml"]  # no temp left
 
 
-def test_faulty_box_json_document(fake_nvml_lib: FakeNvmlLib) -> None:
+def test_faulty_box_json_document(fake_nvml_lib: FakeNvmlLib, run: Run) -> None:
     env = fake_nvml_lib.env(scenario_path("doctor_faults"))
     proc = run(["--quick", "--observe", "2", "--json"], env)
     assert proc.returncode == 1, proc.stderr
@@ -113,7 +126,7 @@ def test_faulty_box_json_document(fake_nvml_lib: FakeNvmlLib) -> None:
 
 
 def test_a_lost_gpu_fails_once_and_the_others_are_checked(fake_nvml_lib: FakeNvmlLib,
-                                                          make_scenario) -> None:
+                                                          make_scenario, run: Run) -> None:
     sc = make_scenario({"device_count": 2, "gpu.1.handle_error": 15})  # GPU_IS_LOST
     proc = run(["--quick", "--json"], fake_nvml_lib.env(sc))
     assert proc.returncode == 1, proc.stderr
@@ -123,7 +136,8 @@ def test_a_lost_gpu_fails_once_and_the_others_are_checked(fake_nvml_lib: FakeNvm
     assert {c["status"] for c in doc["checks"] if c["gpu"] == 0} == {"pass"}
 
 
-def test_warnings_fail_only_with_strict(fake_nvml_lib: FakeNvmlLib, make_scenario) -> None:
+def test_warnings_fail_only_with_strict(fake_nvml_lib: FakeNvmlLib, make_scenario,
+                                        run: Run) -> None:
     sc = make_scenario({"device_count": 1, "gpu.0.persistence_mode": 0})
     env = fake_nvml_lib.env(sc)
     lenient = run(["--quick"], env)
@@ -135,7 +149,7 @@ def test_warnings_fail_only_with_strict(fake_nvml_lib: FakeNvmlLib, make_scenari
     assert json.loads(strict.stdout)["status"] == "fail"
 
 
-def test_gpus_selects_and_rejects(fake_nvml_lib: FakeNvmlLib) -> None:
+def test_gpus_selects_and_rejects(fake_nvml_lib: FakeNvmlLib, run: Run) -> None:
     env = fake_nvml_lib.env(scenario_path("doctor_faults"))
     proc = run(["--quick", "--gpus", "1,3", "--json"], env)
     doc = json.loads(proc.stdout)
@@ -148,7 +162,7 @@ def test_gpus_selects_and_rejects(fake_nvml_lib: FakeNvmlLib) -> None:
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
 
 
-def test_without_nvml_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_without_nvml_one_line_and_exit_1(tmp_path: Path, run: Run) -> None:
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
     env.pop("FAKENVML_SCENARIO", None)

@@ -6,18 +6,10 @@ from __future__ import annotations
 import time
 
 from gputui.telemetry.model import Snapshot
-from gputui.telemetry.sampler import Sampler
-from gputui.ui.app import GputuiApp
-from gputui.ui.options import AppOptions
 from gputui.ui.screens.doctor import DoctorScreen
 from gputui.ui.widgets.gpu_panel import GpuRow
 from tests.fakenvml.harness import FakeNvml
-from tests.ui.helpers import feed, gpu, screen_text, snap, throttled
-
-
-def make_app() -> tuple[GputuiApp, Sampler]:
-    sampler = Sampler(interval=1.0, nvml=None)
-    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
+from tests.ui.helpers import feed, gpu, make_app, screen_text, snap, throttled
 
 
 def healthy(t: int) -> Snapshot:

@@ -1,4 +1,4 @@
-"""The real `gputui` in tmux against the fake NVML (#15 items 5, 6, 7, 9 as a user sees
+"""The real `gputui` in tmux against the fake NVML (as a user sees
 them): per-process SM% / MEM% / ENC% / DEC% in the process table, the GPU detail screen
 (`i`), and a clock-change alert."""
 

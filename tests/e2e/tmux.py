@@ -109,6 +109,11 @@ class TmuxSession:
         for key in self.unset:
             env.pop(key, None)
         env.pop("TMUX", None)  # we may be running inside someone's tmux
+        # The pane's size is the pane's: a COLUMNS/LINES in our environment (pytest-xdist's
+        # workers have COLUMNS=80 LINES=24) would reach the program through the server's
+        # environment and override it.
+        env.pop("COLUMNS", None)
+        env.pop("LINES", None)
         self._run("-f", str(conf), "new-session", "-d", "-x", str(self.width), "-y",
                   str(self.height), "-s", self.name, self.shell_command(), env=env)
         self._started = True

@@ -1,8 +1,9 @@
 """Python side of the fake NVML library (``tests/fakenvml/fakenvml.c``).
 
 * :func:`build_library` compiles the C source with gcc into
-  ``tests/fakenvml/build/<hash>/`` (cached by a hash of the source and flags,
-  built under a temporary name then renamed, so parallel runs are safe).
+  ``tests/fakenvml/build/<hash>/`` (cached by a hash of the source and flags; one
+  process builds while parallel ones wait on a file lock, and each file is written
+  under a temporary name then renamed).
 * :func:`write_scenario` / :func:`scenario_path` produce scenario files.
 * :class:`FakeNvmlLib` describes a built library (for subprocesses: ``.env()``).
 * :class:`FakeNvml` drives the library in-process and points the real
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import hashlib
 import os
 import shutil
@@ -198,10 +200,14 @@ def build_library(build_dir: str | os.PathLike[str] | None = None) -> FakeNvmlLi
     lib_dir.mkdir(parents=True, exist_ok=True)
     path = lib_dir / LIB_NAME
     inproc_path = lib_dir / INPROC_LIB_NAME
-    if not path.is_file():
-        _compile(cc, LIB_NAME, path)
-    if not inproc_path.is_file():
-        _compile(cc, INPROC_LIB_NAME, inproc_path)
+    # One builder at a time (parallel pytest workers start together): the others wait and
+    # then find the finished files. Each file still appears by rename, never half-written.
+    with open(lib_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            _compile(cc, LIB_NAME, path)
+        if not inproc_path.is_file():
+            _compile(cc, INPROC_LIB_NAME, inproc_path)
     return FakeNvmlLib(path=path, inproc_path=inproc_path, lib_dir=lib_dir)
 
 

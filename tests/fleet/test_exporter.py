@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 
 import pytest
 
 from gputui.cli import build_parser, main
 from gputui.fleet.listen import ListenAddress, ListenAddressError, check_local, parse_listen
+from tests.cli import CliEnv
 from tests.fakenvml.harness import scenario_path
 from tests.fleet.conftest import (
     LOOPBACK,
     ExporterFactory,
     Series,
-    gputui_cmd,
     http_get,
     listening_socket,
     value,
@@ -203,10 +202,9 @@ def test_without_nvml_still_serves_host_metrics(start_exporter: ExporterFactory)
     assert "no GPU data" in exp.stderr.read_text()
 
 
-def test_port_in_use_is_one_line_and_exit_1() -> None:
+def test_port_in_use_is_one_line_and_exit_1(cli_env: CliEnv) -> None:
     with listening_socket() as port:
-        proc = subprocess.run(gputui_cmd("export", "--listen", f"{LOOPBACK}:{port}"),
-                              capture_output=True, text=True, timeout=30)
+        proc = cli_env(["export", "--listen", f"{LOOPBACK}:{port}"])
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gputui: ") and "in use" in lines[0]
@@ -214,9 +212,8 @@ def test_port_in_use_is_one_line_and_exit_1() -> None:
 
 @pytest.mark.parametrize("listen", ["nonsense", "127.0.0.1:99999", "999.1.1.1:9400",
                                     "127.0.0.1:", "my host:9400", "::1:9400"])
-def test_malformed_address_is_one_line_and_exit_2(listen: str) -> None:
-    proc = subprocess.run(gputui_cmd("export", "--listen", listen), capture_output=True,
-                          text=True, timeout=30)
+def test_malformed_address_is_one_line_and_exit_2(listen: str, cli_env: CliEnv) -> None:
+    proc = cli_env(["export", "--listen", listen])
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gputui: ")

@@ -1,4 +1,4 @@
-"""DCGM profiling fields (#15 item 4): `gputui export` serves GPM metrics under
+"""DCGM profiling fields: `gputui export` serves GPM metrics under
 DCGM_FI_PROF_* names in DCGM's units (ratios 0..1, bytes/s), and the fleet reads them back
 from gputui and dcgm-exporter pages alike and shows SM active per GPU."""
 

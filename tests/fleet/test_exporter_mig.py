@@ -1,4 +1,4 @@
-"""MIG in the exporter and the fleet (#15 item 8): `gputui export` serves each MIG GPU
+"""MIG in the exporter and the fleet: `gputui export` serves each MIG GPU
 instance's framebuffer and profiling ratios with dcgm-exporter's GPU_I_PROFILE / GPU_I_ID
 labels beside the GPU's own series, and the fleet reads such pages without mistaking an
 instance's figures for its GPU's."""

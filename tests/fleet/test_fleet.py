@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,12 +16,12 @@ from gputui.fleet.poller import FleetPoller, backoff_s
 from gputui.fleet.scrape import parse_metrics
 from gputui.fleet.targets import Target, parse_target
 from gputui.ui.fleet_app import FleetApp
+from tests.cli import CliRunner
 from tests.fleet.conftest import (
     LOOPBACK,
     ExporterFactory,
     GarbageServer,
     free_port,
-    gputui_cmd,
 )
 
 MIB = 1024 * 1024
@@ -50,9 +49,9 @@ def _by_target(doc: dict) -> dict[str, dict]:
     return {h["target"]: h for h in doc["hosts"]}
 
 
-def test_once_json_shows_good_hosts_down_host_and_garbage_host(fleet: Fleet) -> None:
-    proc = subprocess.run(gputui_cmd("fleet", "--once", "--json", *fleet.all),
-                          capture_output=True, text=True, timeout=60)
+def test_once_json_shows_good_hosts_down_host_and_garbage_host(fleet: Fleet,
+                                                               cli: CliRunner) -> None:
+    proc = cli("fleet", "--once", "--json", *fleet.all)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     hosts = _by_target(doc)
@@ -80,9 +79,8 @@ def test_once_json_shows_good_hosts_down_host_and_garbage_host(fleet: Fleet) -> 
     assert not any(al["host"] in ("node-a", "node-b") for al in doc["alerts"])
 
 
-def test_once_table_and_exit_1_when_nothing_answers() -> None:
-    proc = subprocess.run(gputui_cmd("fleet", "--once", f"{LOOPBACK}:{free_port()}"),
-                          capture_output=True, text=True, timeout=60)
+def test_once_table_and_exit_1_when_nothing_answers(cli: CliRunner) -> None:
+    proc = cli("fleet", "--once", f"{LOOPBACK}:{free_port()}")
     assert proc.returncode == 1
     assert "DOWN" in proc.stdout
     assert proc.stderr.strip().splitlines() == ["gputui: no host answered"]
@@ -92,9 +90,8 @@ def test_once_table_and_exit_1_when_nothing_answers() -> None:
     ["nohost"], ["host:port"], ["ftp://x:1/metrics"], ["a:0"], ["a b:9400"], [],
     ["--prometheus", "ftp://x"], ["--json", "a:1"],
 ])
-def test_bad_targets_are_one_line_and_exit_2(args: list[str]) -> None:
-    proc = subprocess.run(gputui_cmd("fleet", *args), capture_output=True, text=True,
-                          timeout=30)
+def test_bad_targets_are_one_line_and_exit_2(args: list[str], cli: CliRunner) -> None:
+    proc = cli("fleet", *args)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gputui: ")

@@ -4,7 +4,6 @@ escaped, never sent to the terminal or interpreted — in `--once` and in the vi
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 
 from textual.widgets import DataTable, Static
@@ -13,7 +12,8 @@ from gputui.fleet.poller import FleetPoller
 from gputui.fleet.targets import parse_target
 from gputui.safe_text import printable
 from gputui.ui.fleet_app import FleetApp
-from tests.fleet.conftest import PageServer, gputui_cmd
+from tests.cli import CliRunner
+from tests.fleet.conftest import PageServer
 
 Pages = Callable[[bytes], PageServer]
 
@@ -29,10 +29,9 @@ def _evil_page() -> bytes:
             f"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{{labels}}} 64\n").encode()
 
 
-def test_once_text_output_escapes_what_the_page_says(page_server: Pages) -> None:
+def test_once_text_output_escapes_what_the_page_says(page_server: Pages, cli: CliRunner) -> None:
     srv = page_server(_evil_page())
-    proc = subprocess.run(gputui_cmd("fleet", "--once", srv.target), capture_output=True,
-                          text=True, timeout=60)
+    proc = cli("fleet", "--once", srv.target)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     shown = printable(EVIL_HOST)
@@ -44,10 +43,9 @@ def test_once_text_output_escapes_what_the_page_says(page_server: Pages) -> None
     assert f"{shown} GPU 0: HW thermal slowdown" in alert
 
 
-def test_once_json_keeps_the_exact_label(page_server: Pages) -> None:
+def test_once_json_keeps_the_exact_label(page_server: Pages, cli: CliRunner) -> None:
     srv = page_server(_evil_page())
-    proc = subprocess.run(gputui_cmd("fleet", "--once", "--json", srv.target),
-                          capture_output=True, text=True, timeout=60)
+    proc = cli("fleet", "--once", "--json", srv.target)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout  # JSON writes it as \u001b
     host = json.loads(proc.stdout)["hosts"][0]

@@ -19,12 +19,12 @@ import pytest
 from gputui.fleet.model import HostState
 from gputui.fleet.prometheus import PrometheusPoller
 from gputui.ui.fleet_app import FleetApp
+from tests.cli import CliRunner
 from tests.fleet.conftest import (
     LOOPBACK,
     ExporterFactory,
     GarbageServer,
     free_port,
-    gputui_cmd,
     http_get,
     wait_for,
 )
@@ -93,9 +93,8 @@ def prom(start_exporter: ExporterFactory, garbage_server: GarbageServer,
         log.close()
 
 
-def test_once_json_from_prometheus(prom: PromSetup) -> None:
-    proc = subprocess.run(gputui_cmd("fleet", "--once", "--json", "--prometheus", prom.url),
-                          capture_output=True, text=True, timeout=60)
+def test_once_json_from_prometheus(prom: PromSetup, cli: CliRunner) -> None:
+    proc = cli("fleet", "--once", "--json", "--prometheus", prom.url)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     hosts = {h["target"]: h for h in doc["hosts"]}
@@ -124,10 +123,8 @@ def _last_errors(url: str) -> dict[str, str]:
     return {t["labels"]["instance"]: t["lastError"] for t in doc["data"]["activeTargets"]}
 
 
-def test_unreachable_prometheus_is_exit_1() -> None:
-    proc = subprocess.run(
-        gputui_cmd("fleet", "--once", "--prometheus", f"http://{LOOPBACK}:{free_port()}"),
-        capture_output=True, text=True, timeout=60)
+def test_unreachable_prometheus_is_exit_1(cli: CliRunner) -> None:
+    proc = cli("fleet", "--once", "--prometheus", f"http://{LOOPBACK}:{free_port()}")
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("gputui: Prometheus at ")
 

@@ -1,4 +1,4 @@
-"""MIG (#15 item 8) through the real pynvml and the fake libnvidia-ml.so.1: each MIG
+"""MIG through the real pynvml and the fake libnvidia-ml.so.1: each MIG
 device's exact values in the sample, MIG off (no reads), older drivers, failing reads."""
 
 from __future__ import annotations

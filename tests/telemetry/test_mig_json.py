@@ -4,8 +4,6 @@ it, the schema's round trip (recordings, replay), and malformed input."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from gputui.telemetry.mig import MigDevice, MigProcess
 from gputui.telemetry.model import DeviceInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.telemetry.schema import SchemaError, snapshot_from_dict, snapshot_to_dict
+from tests.cli import CliEnv
 from tests.fakenvml.harness import FakeNvmlLib, scenario_path
 
 GIB = 1024**3
@@ -30,10 +29,9 @@ MIG0_JSON = {
 }
 
 
-def test_snapshot_json_lists_mig_devices_under_their_gpu(fake_nvml_lib: FakeNvmlLib) -> None:
-    proc = subprocess.run([sys.executable, "-m", "gputui", "snapshot", "--json"],
-                          env=fake_nvml_lib.env(scenario_path("mig")), capture_output=True,
-                          text=True, timeout=60)
+def test_snapshot_json_lists_mig_devices_under_their_gpu(fake_nvml_lib: FakeNvmlLib,
+                                                         cli_env: CliEnv) -> None:
+    proc = cli_env(["snapshot", "--json"], fake_nvml_lib.env(scenario_path("mig")))
     assert proc.returncode == 0, proc.stderr
     g0, g1 = json.loads(proc.stdout)["gpus"]
     assert g0["mig_devices"][0] == MIG0_JSON

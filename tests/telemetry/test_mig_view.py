@@ -1,4 +1,4 @@
-"""MIG on screen (#15 item 8): the panel's summary line and the detail screen's table of
+"""MIG on screen: the panel's summary line and the detail screen's table of
 MIG devices, from samples read through the real pynvml and the fake (pure functions), and
 the widget in a Textual app (Pilot)."""
 

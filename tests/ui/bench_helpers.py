@@ -15,22 +15,16 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from gputui.telemetry.sampler import Sampler
 from gputui.ui.app import GputuiApp
 from gputui.ui.bench_session import BenchSession, bench_session
-from gputui.ui.options import AppOptions
 from gputui.ui.screens.bench import BenchScreen, CatalogList, ResultsTable
+from tests.ui.helpers import make_app as make_app  # shared with the non-bench UI tests
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = REPO / "tests" / "bench" / "fake_worker.py"
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch (the bench extra)")
 SIZE = (140, 50)
-
-
-def make_app() -> tuple[GputuiApp, Sampler]:
-    sampler = Sampler(interval=1.0, nvml=None)
-    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
 
 
 def use_fake_worker(app: GputuiApp, mode: str) -> BenchSession:

@@ -18,6 +18,8 @@ from gputui.telemetry.model import (
     SystemInfo,
 )
 from gputui.telemetry.sampler import Sampler
+from gputui.ui.app import GputuiApp
+from gputui.ui.options import AppOptions
 
 T0 = datetime(2026, 3, 14, 9, 26, 53, tzinfo=UTC)
 GIB = 2**30
@@ -114,3 +116,12 @@ def spy_notifications(app: App[object]) -> list[tuple[str, str]]:
 
 __all__ = ["GIB", "T0", "device", "feed", "gpu", "host", "lost", "proc", "replace",
            "screen_text", "snap", "spy_notifications", "throttled"]
+
+
+def make_app(sampler: Sampler | None = None, **options: object) -> tuple[GputuiApp, Sampler]:
+    """The monitor app over a sampler that is fed by hand (no NVML, not started): the
+    test posts frames with ``feed``."""
+    sampler = sampler or Sampler(interval=1.0, nvml=None)
+    app = GputuiApp(AppOptions(**options), sampler=sampler,  # type: ignore[arg-type]
+                    start_sampler=False)
+    return app, sampler

@@ -27,18 +27,13 @@ from tests.ui.helpers import (
     feed,
     gpu,
     lost,
+    make_app,
     proc,
     screen_text,
     snap,
     spy_notifications,
     throttled,
 )
-
-
-def make_app(sampler: Sampler | None = None, **options: object) -> tuple[GputuiApp, Sampler]:
-    sampler = sampler or Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(**options), sampler=sampler, start_sampler=False)  # type: ignore[arg-type]
-    return app, sampler
 
 
 def two_gpus(t: int) -> Snapshot:

@@ -1,4 +1,4 @@
-"""The benchmark screen's charts (#14 item 2): throughput over the timed loop and the
+"""The benchmark screen's charts: throughput over the timed loop and the
 sweep's throughput against p90 latency, as textual-plotext line charts. Fed a run's
 worker events through the app's messages; asserts on what each chart is handed."""
 

@@ -1,4 +1,4 @@
-"""The benchmark screen at a glance (#14 item 5): every key in its footer and help works
+"""The benchmark screen at a glance: every key in its footer and help works
 from any focus, focus is plainly visible in every theme, checkboxes read on/off without
 colour, one labelled headline number, and elapsed time with an ETA during a run."""
 

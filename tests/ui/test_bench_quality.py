@@ -1,5 +1,5 @@
 """The bench screen's result view shows the GPU's state over the timed window (sampled by
-the runner, here from the fake NVML), the throttled flag, and --repeat's trials (#13)."""
+the runner, here from the fake NVML), the throttled flag, and --repeat's trials."""
 
 from __future__ import annotations
 

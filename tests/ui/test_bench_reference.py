@@ -1,5 +1,5 @@
 """The bench screen shows a finished run's published-reference ratio and the GPU's clocks
-over its timed loop (#13 item 4, #11 item 8), from a stub worker's result."""
+over its timed loop, from a stub worker's result."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ async def test_real_cpu_run_set_through_the_form(data_dir: Path) -> None:
         assert (data_dir / "results" / f"{live.id}.json").is_file()
         text = screen_text(app)
         # Offline inference reports per-batch step times; request latency is only measured
-        # single-stream (#11 item 8).
+        # single-stream.
         assert "✓ cnn-infer resnet18" in text and "step time  p50" in text
         assert "energy/sample N/A" in text
         print(f"\nevent-loop max gap during a real CPU run: {max(gaps) * 1000:.0f} ms "

@@ -1,4 +1,4 @@
-"""Compact GPU rows (#14 item 1): every row shows the same fields in the same columns
+"""Compact GPU rows: every row shows the same fields in the same columns
 whatever its state (a throttled or lost GPU included), under one header line, and the SM
 clock (the proof of throttling) is there at 80 columns."""
 

@@ -1,4 +1,4 @@
-"""The kill dialog and the alerts screen at 80×24, 120×40 and 200×60 (#14 items 6, 7):
+"""The kill dialog and the alerts screen at 80×24, 120×40 and 200×60:
 the dialog's keys are on its buttons and a cancel says so; an alert's whole sentence can
 be read however narrow the terminal."""
 

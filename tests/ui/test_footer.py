@@ -1,4 +1,4 @@
-"""The footer shows whole keys only (#14 item 9: "t Them▏"), on the monitor, the
+"""The footer shows whole keys only (never "t Them▏"), on the monitor, the
 benchmark screen and the alerts screen, at 80×24, 120×40 and 200×60."""
 
 from __future__ import annotations

@@ -15,12 +15,7 @@ from gputui.ui.options import AppOptions
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.widgets.gpu_facts import FactsBox
 from gputui.ui.widgets.mig_view import MigTable
-from tests.ui.helpers import GIB, device, gpu, proc, screen_text, snap
-
-
-def make_app() -> tuple[GputuiApp, Sampler]:
-    sampler = Sampler(interval=1.0, nvml=None)
-    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
+from tests.ui.helpers import GIB, device, gpu, make_app, proc, screen_text, snap
 
 
 def rich_gpu(t: float = 0.0, **kw: object) -> GpuSample:

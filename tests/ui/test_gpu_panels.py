@@ -1,4 +1,4 @@
-"""The GPU panels (#14 items 1 and 2, #15 item 2): the layout at 80×24, 120×40 and 200×60
+"""The GPU panels: the layout at 80×24, 120×40 and 200×60
 with 1, 4 and 8 GPUs; sparklines labelled, on fixed scales, over a time axis; "SM active"
 beside GPU util with its history and verdict; GPM held by another profiler said once."""
 

@@ -1,5 +1,5 @@
-"""At 80 columns during a benchmark the header keeps the driver and CUDA versions whole
-(#14 item 9): the right side gives up its least useful words first."""
+"""At 80 columns during a benchmark the header keeps the driver and CUDA versions whole:
+the right side gives up its least useful words first."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`h`: one GPU's history as labelled line charts on fixed scales with a time axis
-(#14 item 2), at 80×24, 120×40 and 200×60."""
+"""`h`: one GPU's history as labelled line charts on fixed scales with a time axis,
+at 80×24, 120×40 and 200×60."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_time_axis_reads_how_long_ago_at_round_steps() -> None:
 
 
 async def test_power_spikes_between_ticks_are_drawn_as_the_max_within_each_tick() -> None:
-    """#15 item 10: a 100 ms spike to 690 W between 1 s readings of ~250 W is caught by the
+    """A 100 ms spike to 690 W between 1 s readings of ~250 W is caught by the
     driver's samples (power_w_max): the history view draws it over the readings, and the
     panel's PWR sparkline draws the highest draw of each tick, not the readings alone."""
     def spiky(t: int):  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""The layout chooser (#14 item 1), pure: what a terminal of each size shows for 1, 4 and
+"""The layout chooser, pure: what a terminal of each size shows for 1, 4 and
 8 GPUs — full panels whenever every GPU's panel fits above the host and process boxes
 (side by side on wide terminals), otherwise compact rows."""
 

@@ -1,4 +1,4 @@
-"""Repaint only what changed (#14 item 10): the header's clock tick and the host's core
+"""Repaint only what changed: the header's clock tick and the host's core
 bars mark just the changed cells or rows dirty, so the terminal gets those, not the line."""
 
 from __future__ import annotations

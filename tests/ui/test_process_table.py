@@ -1,4 +1,4 @@
-"""The process table's per-process columns (#15 item 5): SM%, MEM% (memory controller),
+"""The process table's per-process columns: SM%, MEM% (memory controller),
 ENC%, DEC% and CONTAINER, driven with Pilot and a sampler fed by hand."""
 
 from __future__ import annotations
@@ -12,14 +12,9 @@ from gputui.ui.app import GputuiApp
 from gputui.ui.options import AppOptions
 from gputui.ui.screens.monitor import PROCESS_REFRESH_S
 from gputui.ui.widgets.process_table import ProcessTable
-from tests.ui.helpers import gpu, proc, screen_text, snap
+from tests.ui.helpers import gpu, make_app, proc, screen_text, snap
 
 UTIL_KEYS = ("sm_util", "mem_util", "enc_util", "dec_util")
-
-
-def make_app() -> tuple[GputuiApp, Sampler]:
-    sampler = Sampler(interval=1.0, nvml=None)
-    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
 
 
 def _rows(app: GputuiApp) -> list[str]:
@@ -147,7 +142,7 @@ async def test_narrow_tables_drop_the_new_columns_first_and_never_cut_a_number()
 
 
 async def test_the_same_pid_on_two_gpus_shows_the_same_cpu_percent() -> None:
-    """#14 item 9: one psutil reading per PID per tick, copied to its other rows."""
+    """One psutil reading per PID per tick, copied to its other rows."""
     host = HostSource()
     me = os.getpid()
     rows = (GpuProcess(gpu_index=0, pid=me, gpu_mem_bytes=1),

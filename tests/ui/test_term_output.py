@@ -1,5 +1,5 @@
 """Partial updates written from the first changed segment, with a style sequence only
-where the style changes (#14 item 10): ticks of 8 GPUs write less than half the bytes
+where the style changes: ticks of 8 GPUs write less than half the bytes
 of Textual's own writer, and applying them to a screen gives exactly the characters
 and styles that a full repaint draws."""
 

@@ -1,4 +1,4 @@
-"""The throttle state is never cut (#14 item 3): the full panel's sentence wraps onto
+"""The throttle state is never cut: the full panel's sentence wraps onto
 more rows at any width, and the compact label keeps every reason recognisable."""
 
 from __future__ import annotations

@@ -1,39 +1,48 @@
-"""`gputui snapshot` and `gputui watch` as a user runs them: subprocesses of the real CLI
-against the fake libnvidia-ml.so.1 found through LD_LIBRARY_PATH."""
+"""`gputui snapshot` and `gputui watch` as a user runs them: the real CLI
+(`gputui.cli.main`) in-process against the fake libnvidia-ml.so.1; a subprocess where the
+process itself is the subject (a full disk at exit, Ctrl-C)."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.fakenvml.harness import FakeNvmlLib, scenario_path
+from tests.cli import CliResult, CliRunner
+from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, scenario_path
 
 GPUTUI = [sys.executable, "-m", "gputui"]
+Gputui = Callable[..., CliResult]
 
 
-def run(args: list[str], env: dict[str, str] | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GPUTUI, *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+@pytest.fixture
+def gputui(fake_nvml: FakeNvml, cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> Gputui:
+    """``gputui(args, scenario="two_gpus", env={"COLUMNS": "200"})``: the CLI in-process
+    with the fake NVML on that scenario, its clock running from 0 as in a fresh process
+    (an env value of None unsets the variable)."""
+
+    def run_in_process(args: list[str], scenario: str | Path = "two_gpus",
+                       env: dict[str, str | None] | None = None) -> CliResult:
+        for key, value in (env or {}).items():
+            if value is None:
+                monkeypatch.delenv(key, raising=False)
+            else:
+                monkeypatch.setenv(key, value)
+        fake_nvml.use(scenario, frozen_time=None)
+        return cli(*args)
+
+    return run_in_process
 
 
-def no_nvml_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("LD_LIBRARY_PATH", None)
-    env.pop("FAKENVML_SCENARIO", None)
-    return env
-
-
-def test_snapshot_json_exact_values(fake_nvml_lib: FakeNvmlLib) -> None:
-    proc = run(["snapshot", "--json"], env=fake_nvml_lib.env(scenario_path("two_gpus")))
+def test_snapshot_json_exact_values(gputui: Gputui) -> None:
+    proc = gputui(["snapshot", "--json"])
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["nvml_error"] is None
@@ -50,22 +59,19 @@ def test_snapshot_json_exact_values(fake_nvml_lib: FakeNvmlLib) -> None:
     assert pids == [1999, 4242, 4343]
 
 
-def test_snapshot_json_marks_throttling_in_words(fake_nvml_lib: FakeNvmlLib,
-                                                 tmp_path: Path) -> None:
+def test_snapshot_json_marks_throttling_in_words(gputui: Gputui, tmp_path: Path) -> None:
     from tests.fakenvml.harness import write_scenario
 
     sc = write_scenario(tmp_path / "t.conf", {"device_count": 1, "gpu.0.throttle_reasons": 0x44,
                                                "gpu.0.unsupported": ["fan"]})
-    doc = json.loads(run(["snapshot", "--json"], env=fake_nvml_lib.env(sc)).stdout)
+    doc = json.loads(gputui(["snapshot", "--json"], sc).stdout)
     g = doc["gpus"][0]
     assert g["throttle_reasons"] == ["sw_power_cap", "hw_thermal_slowdown"]
     assert g["throttling"] is True and g["fan_pct"] is None
 
 
-def test_snapshot_table_for_people(fake_nvml_lib: FakeNvmlLib) -> None:
-    env = fake_nvml_lib.env(scenario_path("throttle"))
-    env["COLUMNS"] = "200"
-    proc = run(["snapshot"], env=env)
+def test_snapshot_table_for_people(gputui: Gputui) -> None:
+    proc = gputui(["snapshot"], "throttle", env={"COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "NVIDIA A100-SXM4-80GB" in out and "00000000:3B:00.0" in out
@@ -74,20 +80,16 @@ def test_snapshot_table_for_people(fake_nvml_lib: FakeNvmlLib) -> None:
     assert "GPU processes" in out and "5150" in out
 
 
-def test_snapshot_piped_keeps_every_column(fake_nvml_lib: FakeNvmlLib) -> None:
-    env = fake_nvml_lib.env(scenario_path("two_gpus"))
-    env.pop("COLUMNS", None)
-    out = run(["snapshot"], env=env).stdout  # stdout is a pipe here
+def test_snapshot_piped_keeps_every_column(gputui: Gputui) -> None:
+    out = gputui(["snapshot"], env={"COLUMNS": None}).stdout  # stdout is not a terminal
     for text in ("NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090", "00000000:3B:00.0",
                  "40960MiB / 81920MiB", "312W / 400W", "64°C (slowdown 90°C)", "P8",
                  "GPU idle"):
         assert text in out, text
 
 
-def test_snapshot_in_an_80_column_terminal_loses_nothing(fake_nvml_lib: FakeNvmlLib) -> None:
-    env = fake_nvml_lib.env(scenario_path("two_gpus"))
-    env["COLUMNS"] = "80"
-    out = run(["snapshot"], env=env).stdout
+def test_snapshot_in_an_80_column_terminal_loses_nothing(gputui: Gputui) -> None:
+    out = gputui(["snapshot"], env={"COLUMNS": "80"}).stdout
     assert max(len(line) for line in out.splitlines()) <= 80
     for text in ("GPU 0 · NVIDIA A100-SXM4-80GB · 00000000:3B:00.0",
                  "GPU 1 · NVIDIA GeForce RTX 4090 · 00000000:AF:00.0",
@@ -96,13 +98,13 @@ def test_snapshot_in_an_80_column_terminal_loses_nothing(fake_nvml_lib: FakeNvml
         assert text in out, text
 
 
-def test_snapshot_reports_time_throttled(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+def test_snapshot_reports_time_throttled(gputui: Gputui, tmp_path: Path) -> None:
     from tests.fakenvml.harness import write_scenario
 
     sc = write_scenario(tmp_path / "hot.conf", {
         "device_count": 1, "gpu.0.throttle_from_s": 0,
         "gpu.0.during.throttle_reasons": 0x40, "gpu.0.during.temp_c": 91})
-    g = json.loads(run(["snapshot", "--json"], env=fake_nvml_lib.env(sc)).stdout)["gpus"][0]
+    g = json.loads(gputui(["snapshot", "--json"], sc).stdout)["gpus"][0]
     assert g["throttle_reasons"] == ["hw_thermal_slowdown"] and g["temp_c"] == 91
     assert g["violation_thermal_frac"] == pytest.approx(1.0, abs=1e-3)
     assert g["violation_power_frac"] == pytest.approx(0.0, abs=1e-3)
@@ -131,19 +133,19 @@ def test_a_full_disk_is_one_line_not_a_traceback(fake_nvml_lib: FakeNvmlLib,
     assert proc.stderr.strip().splitlines() == ["gputui: cannot write: No space left on device"]
 
 
-def test_snapshot_without_nvml_shows_host_and_the_reason() -> None:
-    proc = run(["snapshot"], env=no_nvml_env())
+def test_snapshot_without_nvml_shows_host_and_the_reason(no_nvml: object,
+                                                          cli: CliRunner) -> None:
+    proc = cli("snapshot")
     assert proc.returncode == 0
     assert "No GPU data: NVML library not found — is the NVIDIA driver installed?" in proc.stdout
     assert "Host" in proc.stdout
-    doc = json.loads(run(["snapshot", "--json"], env=no_nvml_env()).stdout)
+    doc = json.loads(cli("snapshot", "--json").stdout)
     assert doc["gpus"] == [] and doc["nvml_error"].startswith("NVML library not found")
     assert doc["host"]["mem_total_bytes"] > 0
 
 
-def test_watch_csv_has_header_and_stable_columns(fake_nvml_lib: FakeNvmlLib) -> None:
-    proc = run(["watch", "--count", "2", "--interval", "0.2", "--format", "csv"],
-               env=fake_nvml_lib.env(scenario_path("two_gpus")))
+def test_watch_csv_has_header_and_stable_columns(gputui: Gputui) -> None:
+    proc = gputui(["watch", "--count", "2", "--interval", "0.2", "--format", "csv"])
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(proc.stdout.splitlines()))
     assert len(rows) == 4  # 2 ticks × 2 GPUs
@@ -152,21 +154,19 @@ def test_watch_csv_has_header_and_stable_columns(fake_nvml_lib: FakeNvmlLib) -> 
     assert rows[0]["fan_pct"] == "0" and float(rows[0]["energy_j"]) >= 123456.789
 
 
-def test_watch_jsonl_to_a_file_appends(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+def test_watch_jsonl_to_a_file_appends(gputui: Gputui, tmp_path: Path) -> None:
     out = tmp_path / "log.jsonl"
-    env = fake_nvml_lib.env(scenario_path("two_gpus"))
     for _ in range(2):
-        proc = run(["watch", "--count", "1", "--format", "jsonl", "--output", str(out)], env=env)
+        proc = gputui(["watch", "--count", "1", "--format", "jsonl", "--output", str(out)])
         assert proc.returncode == 0 and proc.stdout == ""
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 4 and lines[0]["name"] == "NVIDIA A100-SXM4-80GB"
 
 
-def test_watch_csv_file_gets_one_header(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+def test_watch_csv_file_gets_one_header(gputui: Gputui, tmp_path: Path) -> None:
     out = tmp_path / "log.csv"
-    env = fake_nvml_lib.env(scenario_path("two_gpus"))
     for _ in range(2):
-        run(["watch", "--count", "1", "--format", "csv", "--output", str(out)], env=env)
+        gputui(["watch", "--count", "1", "--format", "csv", "--output", str(out)])
     text = out.read_text().splitlines()
     assert text[0].startswith("time,gpu,name") and sum(t.startswith("time,") for t in text) == 1
 
@@ -185,8 +185,9 @@ def test_watch_table_and_ctrl_c_exits_cleanly(fake_nvml_lib: FakeNvmlLib) -> Non
     assert proc.returncode == 0 and "Traceback" not in err
 
 
-def test_watch_without_nvml_says_why_and_still_logs_host(tmp_path: Path) -> None:
-    proc = run(["watch", "--count", "1", "--format", "csv"], env=no_nvml_env())
+def test_watch_without_nvml_says_why_and_still_logs_host(no_nvml: object,
+                                                        cli: CliRunner) -> None:
+    proc = cli("watch", "--count", "1", "--format", "csv")
     assert proc.returncode == 0
     assert proc.stderr.strip() == ("gputui: no GPU data: NVML library not found — "
                                    "is the NVIDIA driver installed?")
@@ -205,16 +206,17 @@ def test_watch_without_nvml_says_why_and_still_logs_host(tmp_path: Path) -> None
     ["frobnicate"],
     ["snapshot", "--bogus"],
 ])
-def test_bad_input_is_one_line_exit_2(args: list[str]) -> None:
-    proc = run(args, env=no_nvml_env())
+def test_bad_input_is_one_line_exit_2(args: list[str], no_nvml: object,
+                                     cli: CliRunner) -> None:
+    proc = cli(*args)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gputui: "), proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_version_and_help() -> None:
-    assert run(["--version"]).stdout.startswith("gputui ")
-    helptext = run(["--help"]).stdout
+def test_version_and_help(cli: CliRunner) -> None:
+    assert cli("--version").stdout.startswith("gputui ")
+    helptext = cli("--help").stdout
     for cmd in ("snapshot", "watch", "replay", "bench", "export", "fleet"):
         assert cmd in helptext

@@ -1,4 +1,4 @@
-"""Clock-change events (#15 item 6): NVML's nvmlEventTypeClock, where a GPU reports it,
+"""Clock-change events: NVML's nvmlEventTypeClock, where a GPU reports it,
 becomes a "clock_change" event in the snapshot and one alert per episode, worded from the
 GPU's state; through the real pynvml and the fake libnvidia-ml."""
 

@@ -1,17 +1,16 @@
-"""dcgm-exporter's default counters that NVML gives beyond the core (#15 items 4 and 7):
+"""dcgm-exporter's default counters that NVML gives beyond the core:
 memory (HBM) temperature and its limit, encoder/decoder load, driver-reserved memory,
 PCIe replays and remapped rows, through the real pynvml and the fake library."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 from gputui.telemetry.alerts import AlertEngine
 from gputui.telemetry.model import HostSample, Snapshot, SystemInfo
 from gputui.telemetry.nvml import NvmlSource
+from tests.cli import CliEnv
 from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, scenario_path
 
 EXTRAS = ("mem_temp_c", "enc_util_pct", "dec_util_pct", "mem_reserved_bytes",
@@ -42,10 +41,8 @@ def test_extras_exact_through_pynvml(fake_nvml: FakeNvml) -> None:
     src.close()
 
 
-def test_snapshot_json_has_the_extras(fake_nvml_lib: FakeNvmlLib) -> None:
-    proc = subprocess.run([sys.executable, "-m", "gputui", "snapshot", "--json"],
-                          env=fake_nvml_lib.env(scenario_path("gpm")), capture_output=True,
-                          text=True, timeout=60)
+def test_snapshot_json_has_the_extras(fake_nvml_lib: FakeNvmlLib, cli_env: CliEnv) -> None:
+    proc = cli_env(["snapshot", "--json"], fake_nvml_lib.env(scenario_path("gpm")))
     assert proc.returncode == 0, proc.stderr
     g0, g1 = json.loads(proc.stdout)["gpus"]
     assert {k: g0[k] for k in EXTRAS} == H100_EXTRAS

@@ -1,4 +1,4 @@
-"""XID and ECC events (#15 item 6): one listener per NVML session, each event an alert,
+"""XID and ECC events: one listener per NVML session, each event an alert,
 in the snapshot's `events` (JSON and recordings), through the real pynvml and the fake."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GPM profiling metrics (#15 item 1) through the real pynvml and the fake libnvidia-ml.so.1:
+"""GPM profiling metrics through the real pynvml and the fake libnvidia-ml.so.1:
 exact values, unsupported devices, older drivers, and another profiler holding the counters."""
 
 from __future__ import annotations

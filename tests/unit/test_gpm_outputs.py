@@ -1,4 +1,4 @@
-"""GPM fields where users read them (#15 item 3): `snapshot --json`, `watch` CSV columns and
+"""GPM fields where users read them: `snapshot --json`, `watch` CSV columns and
 recordings, from the real CLI against the fake libnvidia-ml.so.1 (scenario gpm.conf)."""
 
 from __future__ import annotations
@@ -6,28 +6,32 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from gputui.telemetry import gpm
 from gputui.telemetry.record import Recorder, load_recording
 from gputui.telemetry.schema import snapshot_from_dict
+from tests.cli import CliResult
 from tests.fakenvml.harness import FakeNvmlLib, scenario_path
 from tests.unit.test_gpm import H100_EXPECTED
 
-GPUTUI = [sys.executable, "-m", "gputui"]
+Run = Callable[..., CliResult]
 GPM_COLUMNS = ["sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct",
                "fp64_active_pct", "fp32_active_pct", "fp16_active_pct", "gpm_pcie_tx_bps",
                "gpm_pcie_rx_bps", "nvlink_tx_bps", "nvlink_rx_bps"]
 
 
-def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GPUTUI, *args], env=env, capture_output=True, text=True,
-                          timeout=60)
+@pytest.fixture
+def run(cli_env: Run) -> Run:
+    """``run(args, env)``: the CLI in-process, as a subprocess with that environment."""
+    return cli_env
 
 
-def test_snapshot_json_has_every_gpm_field_exactly(fake_nvml_lib: FakeNvmlLib) -> None:
+def test_snapshot_json_has_every_gpm_field_exactly(fake_nvml_lib: FakeNvmlLib,
+                                                   run: Run) -> None:
     proc = run(["snapshot", "--json"], fake_nvml_lib.env(scenario_path("gpm")))
     assert proc.returncode == 0, proc.stderr
     g0, g1 = json.loads(proc.stdout)["gpus"]
@@ -38,7 +42,7 @@ def test_snapshot_json_has_every_gpm_field_exactly(fake_nvml_lib: FakeNvmlLib) -
     assert g1["util_gpu_pct"] == 40
 
 
-def test_watch_csv_appends_the_gpm_columns(fake_nvml_lib: FakeNvmlLib) -> None:
+def test_watch_csv_appends_the_gpm_columns(fake_nvml_lib: FakeNvmlLib, run: Run) -> None:
     proc = run(["watch", "--count", "2", "--interval", "0.2", "--format", "csv"],
                fake_nvml_lib.env(scenario_path("gpm")))
     assert proc.returncode == 0, proc.stderr
@@ -54,7 +58,8 @@ def test_watch_csv_appends_the_gpm_columns(fake_nvml_lib: FakeNvmlLib) -> None:
     assert all(last_a100[c] == "" for c in GPM_COLUMNS)
 
 
-def test_recordings_carry_gpm_fields(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+def test_recordings_carry_gpm_fields(fake_nvml_lib: FakeNvmlLib, tmp_path: Path,
+                                     run: Run) -> None:
     proc = run(["snapshot", "--json"], fake_nvml_lib.env(scenario_path("gpm")))
     snap = snapshot_from_dict(json.loads(proc.stdout))
     path = tmp_path / "run.jsonl"

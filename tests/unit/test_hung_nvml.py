@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
+import psutil
 import pytest
 
 from tests.fakenvml.harness import FakeNvmlLib, derive_scenario
@@ -91,7 +92,11 @@ def test_snapshot_ends_on_a_signal_while_a_gpu_hangs(fake_nvml_lib: FakeNvmlLib,
     sc = derive_scenario("two_gpus", {"gpu.0.hang_from_s": 0, "gpu.1.hang_from_s": 0},
                          tmp_path / "hung.conf")
     proc = start(["snapshot", "--json"], fake_nvml_lib.env(sc))
-    time.sleep(0.5)  # inside the reading (the deadline is 2 s per read, two reads)
+    # Inside the reading (the deadline is 2 s per read, two reads): gputui's first thread
+    # exists. A fixed sleep could signal a slow-starting interpreter before it handles SIGINT.
+    deadline = time.monotonic() + BOUND_S
+    while psutil.Process(proc.pid).num_threads() < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=BOUND_S)
     assert proc.returncode == code, err

@@ -1,5 +1,5 @@
-"""DESIGN.md's import rules: pynvml only in the NVML module, torch only on the worker side of
-bench/, textual only in ui/, and the monitor never pays for torch."""
+"""The import rules of docs/architecture.md: pynvml only in the NVML package, torch only on
+the worker side of bench/, textual only in ui/, and the monitor never pays for torch."""
 
 from __future__ import annotations
 

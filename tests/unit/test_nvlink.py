@@ -1,17 +1,16 @@
-"""NVLink links (#15 item 9): link count, per-link state and per-link rates (GPM), and the
+"""NVLink links: link count, per-link state and per-link rates (GPM), and the
 data sent + received since boot (dcgm-exporter's DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL), in
 the sample and the snapshot JSON, through the real pynvml and the fake library."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from gputui.telemetry.model import NvLink
 from gputui.telemetry.nvml import ALL_FIELDS, MONITOR_FIELDS, NvmlSource
+from tests.cli import CliEnv
 from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, derive_scenario, scenario_path
 
 MIB = 1024 * 1024
@@ -42,10 +41,8 @@ def test_links_states_and_rates(fake_nvml: FakeNvml) -> None:
     src.close()
 
 
-def test_snapshot_json_lists_the_links(fake_nvml_lib: FakeNvmlLib) -> None:
-    proc = subprocess.run([sys.executable, "-m", "gputui", "snapshot", "--json"],
-                          env=fake_nvml_lib.env(scenario_path("gpm")), capture_output=True,
-                          text=True, timeout=60)
+def test_snapshot_json_lists_the_links(fake_nvml_lib: FakeNvmlLib, cli_env: CliEnv) -> None:
+    proc = cli_env(["snapshot", "--json"], fake_nvml_lib.env(scenario_path("gpm")))
     assert proc.returncode == 0, proc.stderr
     g0, g1 = json.loads(proc.stdout)["gpus"]
     assert g0["nvlink_links"] == [

@@ -1,13 +1,12 @@
-"""Sub-second spikes (#15 item 10): nvmlDeviceGetSamples gives the driver's own ~100 ms
+"""Sub-second spikes: nvmlDeviceGetSamples gives the driver's own ~100 ms
 samples, so a power spike between two 1 s ticks shows as that tick's power_w_max."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource
+from tests.cli import CliEnv
 from tests.fakenvml.harness import FakeNvml, FakeNvmlLib, scenario_path
 
 SPIKE = {"device_count": 1, "gpu.0.power_mw": 250000, "gpu.0.power_spike_mw": 690000,
@@ -55,10 +54,8 @@ def test_unsupported_samples_are_null_and_not_asked_again(fake_nvml: FakeNvml) -
     src.close()
 
 
-def test_snapshot_json_has_power_min_and_max(fake_nvml_lib: FakeNvmlLib) -> None:
-    proc = subprocess.run([sys.executable, "-m", "gputui", "snapshot", "--json"],
-                          env=fake_nvml_lib.env(scenario_path("gpm")), capture_output=True,
-                          text=True, timeout=60)
+def test_snapshot_json_has_power_min_and_max(fake_nvml_lib: FakeNvmlLib, cli_env: CliEnv) -> None:
+    proc = cli_env(["snapshot", "--json"], fake_nvml_lib.env(scenario_path("gpm")))
     assert proc.returncode == 0, proc.stderr
     g0 = json.loads(proc.stdout)["gpus"][0]
     assert (g0["power_w_min"], g0["power_w_max"]) == (250.0, 250.0)

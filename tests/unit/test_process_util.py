@@ -1,4 +1,4 @@
-"""Per-process utilisation and containers (#15 item 5): SM / memory / encoder / decoder %
+"""Per-process utilisation and containers: SM / memory / encoder / decoder %
 per process from NVML (the newer call, or the older one on older drivers), and the
 container from /proc/PID/cgroup; in the snapshot JSON."""
 
@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gputui.telemetry.container import ContainerNames, container_from_cgroup
 from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource
+from tests.cli import CliEnv
 from tests.fakenvml.harness import FakeNvml, FakeNvmlLib
 
 PROCS = {"device_count": 1, "gpu.0.processes": {4242: 2**30, 4343: 2**29, 4444: 2**28},
@@ -100,16 +99,14 @@ def test_container_names_read_proc_once_per_process(tmp_path: Path) -> None:
 
 
 def test_snapshot_json_has_process_utilisation_and_container(
-        fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> None:
+        fake_nvml_lib: FakeNvmlLib, tmp_path: Path, cli_env: CliEnv) -> None:
     from tests.fakenvml.harness import write_scenario
 
     me = os.getpid()  # a real process, so that its cgroup can be read
     sc = write_scenario(tmp_path / "p.conf", {
         "device_count": 1, "gpu.0.processes": {me: 2**30},
         "gpu.0.process_util": f"{me}:88:44:0:0"})
-    proc = subprocess.run([sys.executable, "-m", "gputui", "snapshot", "--json"],
-                          env=fake_nvml_lib.env(sc), capture_output=True, text=True,
-                          timeout=60)
+    proc = cli_env(["snapshot", "--json"], fake_nvml_lib.env(sc))
     assert proc.returncode == 0, proc.stderr
     (p,) = json.loads(proc.stdout)["processes"]
     assert (p["pid"], p["sm_util_pct"], p["mem_util_pct"], p["enc_util_pct"],

@@ -1,8 +1,8 @@
-"""`gputui replay`: error paths as real subprocesses; the happy path with run_app faked."""
+"""`gputui replay`: error paths through the real CLI in-process; the happy path with run_app
+faked."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -14,15 +14,11 @@ from gputui.commands import replay as replay_cmd
 from gputui.telemetry import replay as replay_mod
 from gputui.telemetry.record import Recorder
 from gputui.ui.options import AppOptions
+from tests.cli import CliResult, CliRunner
 from tests.unit.factories import gpu, snapshot
 
 
-def _gputui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True,
-                          text=True, timeout=60)
-
-
-def _one_line_usage_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+def _one_line_usage_error(proc: CliResult, *needles: str) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -32,36 +28,36 @@ def _one_line_usage_error(proc: subprocess.CompletedProcess[str], *needles: str)
     assert proc.stdout == ""
 
 
-def test_missing_file(tmp_path: Path) -> None:
+def test_missing_file(tmp_path: Path, cli: CliRunner) -> None:
     missing = tmp_path / "nope.jsonl"
-    _one_line_usage_error(_gputui("replay", str(missing)), "no such recording", str(missing))
+    _one_line_usage_error(cli("replay", str(missing)), "no such recording", str(missing))
 
 
-def test_not_a_recording(tmp_path: Path) -> None:
+def test_not_a_recording(tmp_path: Path, cli: CliRunner) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("these are my notes\n")
-    _one_line_usage_error(_gputui("replay", str(path)), "is not a gputui recording")
+    _one_line_usage_error(cli("replay", str(path)), "is not a gputui recording")
 
 
-def test_empty_file(tmp_path: Path) -> None:
+def test_empty_file(tmp_path: Path, cli: CliRunner) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("")
-    _one_line_usage_error(_gputui("replay", str(path)), "no snapshots")
+    _one_line_usage_error(cli("replay", str(path)), "no snapshots")
 
 
-def test_a_directory(tmp_path: Path) -> None:
-    proc = _gputui("replay", str(tmp_path))
+def test_a_directory(tmp_path: Path, cli: CliRunner) -> None:
+    proc = cli("replay", str(tmp_path))
     assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("speed", ["0", "-1", "fast", "100", "0.01", "nan"])
-def test_bad_speed(tmp_path: Path, speed: str) -> None:
-    _one_line_usage_error(_gputui("replay", str(tmp_path / "x.jsonl"), "--speed", speed))
+def test_bad_speed(tmp_path: Path, speed: str, cli: CliRunner) -> None:
+    _one_line_usage_error(cli("replay", str(tmp_path / "x.jsonl"), "--speed", speed))
 
 
-def test_no_file_given() -> None:
-    _one_line_usage_error(_gputui("replay"))
+def test_no_file_given(cli: CliRunner) -> None:
+    _one_line_usage_error(cli("replay"))
 
 
 def test_speed_bounds_match_the_player() -> None:

@@ -1,4 +1,4 @@
-"""#14 item 9, the small things a user trips on: an unknown --theme, the install hint for
+"""The small things a user trips on: an unknown --theme, the install hint for
 torch, the snapshot's throttled flag and even cards, the first watch row's host CPU %,
 and one CPU % per process however many GPUs it uses."""
 
@@ -8,9 +8,8 @@ import csv
 import io
 import json
 import os
-import subprocess
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,20 @@ import pytest
 from gputui import install_hint
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.model import GpuProcess
+from tests.cli import CliResult
 from tests.fakenvml.harness import FakeNvmlLib, scenario_path, write_scenario
 
-GPUTUI = [sys.executable, "-m", "gputui"]
+Run = Callable[..., CliResult]
 
 
-def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*GPUTUI, *args], env=env, capture_output=True, text=True,
-                          timeout=60)
+@pytest.fixture
+def run(cli_env: Run) -> Run:
+    """``run(args, env)``: the CLI in-process, as a subprocess with that environment."""
+    return cli_env
 
 
-def test_an_unknown_theme_is_one_line_listing_the_themes_and_exit_2(tmp_path: Path) -> None:
+def test_an_unknown_theme_is_one_line_listing_the_themes_and_exit_2(tmp_path: Path,
+                                                                   run: Run) -> None:
     env = {**os.environ, "GPUTUI_CONFIG_DIR": str(tmp_path)}
     proc = run(["--theme", "no-such-theme"], env=env)
     assert proc.returncode == 2
@@ -81,7 +83,7 @@ def test_the_torch_hint_without_an_installed_gputui(monkeypatch: pytest.MonkeyPa
 
 
 def test_snapshot_main_table_flags_the_throttled_gpu(fake_nvml_lib: FakeNvmlLib,
-                                                     tmp_path: Path) -> None:
+                                                     tmp_path: Path, run: Run) -> None:
     sc = write_scenario(tmp_path / "t.conf", {"device_count": 2,
                                                "gpu.0.throttle_reasons": 0x40,
                                                "gpu.1.throttle_reasons": 0x1})
@@ -95,7 +97,8 @@ def test_snapshot_main_table_flags_the_throttled_gpu(fake_nvml_lib: FakeNvmlLib,
     assert rows[0].rstrip("│ ").endswith("⚠ yes") and rows[1].rstrip("│ ").endswith("no")
 
 
-def test_snapshot_cards_at_80_columns_are_one_width(fake_nvml_lib: FakeNvmlLib) -> None:
+def test_snapshot_cards_at_80_columns_are_one_width(fake_nvml_lib: FakeNvmlLib,
+                                                    run: Run) -> None:
     env = fake_nvml_lib.env(scenario_path("two_gpus"))
     env["COLUMNS"] = "80"
     out = run(["snapshot"], env=env).stdout
@@ -105,7 +108,7 @@ def test_snapshot_cards_at_80_columns_are_one_width(fake_nvml_lib: FakeNvmlLib) 
     assert "Throttled      no" in out
 
 
-def test_the_first_watch_row_has_the_host_cpu(fake_nvml_lib: FakeNvmlLib) -> None:
+def test_the_first_watch_row_has_the_host_cpu(fake_nvml_lib: FakeNvmlLib, run: Run) -> None:
     proc = run(["watch", "--count", "1", "--format", "csv"],
                env=fake_nvml_lib.env(scenario_path("two_gpus")))
     assert proc.returncode == 0, proc.stderr

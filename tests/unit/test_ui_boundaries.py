@@ -1,4 +1,4 @@
-"""The monitor's side of the hand-off rules (DESIGN.md, issue #10 item 4), by source:
+"""The monitor's side of the hand-off rules (docs/architecture.md), by source:
 the UI never imports the NVML module, and the monitor's modules never block on the
 event loop with `call_from_thread` (background threads post messages instead)."""
 
