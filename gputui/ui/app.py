@@ -86,9 +86,6 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
                  start_sampler: bool = True, recorder: Recorder | None = None,
                  handle_sighup: bool = False, theme_dirs: list[Path] | None = None) -> None:
         super().__init__()
-        from gputui.ui.term_output import install
-
-        install()  # partial updates written from the first changed cell (#14 item 10)
         self.options = options or AppOptions()
         self.sampler: Sampler | None = sampler
         self._own_sampler = sampler is None  # we close what we opened, not what we were given

@@ -58,3 +58,36 @@ def test_the_app_finds_the_bench_session_where_the_bench_screen_keeps_it() -> No
     from gputui.ui.bench_session import SESSION_ATTR
 
     assert BENCH_SESSION_ATTR == SESSION_ATTR
+
+
+def test_only_the_adapter_touches_textual_or_rich_internals() -> None:
+    """No monkeypatching, no private modules: what is not public API is in one module
+    (gputui/ui/textual_adapter.py), whose version bound pyproject.toml carries."""
+    offenders = []
+    for path in sorted(UI.rglob("*.py")):
+        if path.name == "textual_adapter.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.split(".")[0] in ("textual", "rich") and \
+                    any(part.startswith("_") for part in node.module.split(".")):
+                offenders.append(f"{path.name}: imports {node.module}")
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                    and t.value.id in ("textual", "rich") for t in node.targets):
+                offenders.append(f"{path.name}: assigns into {ast.unparse(node.targets[0])}")
+    assert offenders == []
+
+
+def test_pyproject_bounds_textual_to_what_the_adapter_is_tested_with() -> None:
+    import tomllib
+
+    from gputui.ui.textual_adapter import TESTED_VERSIONS, supported, textual_version
+
+    pyproject = tomllib.loads((UI.parents[1] / "pyproject.toml").read_text("utf-8"))
+    (line,) = [d for d in pyproject["project"]["dependencies"] if d.startswith("textual>")]
+    low, high = line.removeprefix("textual>=").split(",<")
+    bounds = (tuple(int(x) for x in low.split(".")[:2]), tuple(int(x) for x in high.split(".")[:2]))
+    assert all(bounds[0] <= v < bounds[1] for v in TESTED_VERSIONS), (line, TESTED_VERSIONS)
+    assert supported() and textual_version() in TESTED_VERSIONS  # the installed one

@@ -18,8 +18,8 @@ from gputui.telemetry.alerts import Alert
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import NA, fmt_duration
 from gputui.ui.messages import SnapshotShown
+from gputui.ui.textual_adapter import bound_render_caches
 from gputui.ui.widgets.footer import FittedFooter
-from gputui.ui.widgets.table_cache import bound_render_caches
 
 AlertsSource = Callable[[], tuple[tuple[ThrottleEpisode, ...], list[Alert], datetime | None]]
 
