@@ -33,7 +33,7 @@ from gputui.telemetry.sampler import Sampler
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.ui.app_actions import WINDOWS_S, MonitorActions
 from gputui.ui.app_replay import ReplayControls
-from gputui.ui.messages import FrameReady, SamplerOpened, SnapshotShown
+from gputui.ui.messages import DetailFieldsWanted, FrameReady, SamplerOpened, SnapshotShown
 from gputui.ui.options import AppOptions
 from gputui.ui.screens.monitor import MonitorScreen
 from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_theme
@@ -109,6 +109,7 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         self._replay_clock = 0.0
         self._handoff_lock = threading.Lock()
         self._pending_sampler: Sampler | None = None
+        self._detail_fields = False  # the GPU detail screen is open
         themes, self._theme_warnings = load_themes(theme_dirs)
         for theme in themes:
             self.register_theme(theme)
@@ -206,6 +207,8 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         if self.recorder is not None:
             sampler.subscribe(self.recorder.write)  # written and flushed on the sampler thread
         sampler.enable_alerts()
+        if self._detail_fields:
+            sampler.want_detail_fields(True)
         sampler.subscribe_frames(self._frame_listener)
         if sampler.nvml is None and sampler.nvml_error:
             self.main.set_host_only(sampler.nvml_error)
@@ -226,6 +229,11 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
                 self.call_later(self._draw)
             return
         self.post_message(FrameReady(frame))
+
+    def on_detail_fields_wanted(self, message: DetailFieldsWanted) -> None:
+        if self.sampler is not None:
+            self.sampler.want_detail_fields(message.on)
+        self._detail_fields = message.on  # a sampler opened later is asked too
 
     async def on_frame_ready(self, message: FrameReady) -> None:
         self._take(message.frame)

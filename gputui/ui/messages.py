@@ -32,3 +32,13 @@ class SamplerOpened(Message):
     def __init__(self, sampler: object) -> None:
         super().__init__()
         self.sampler = sampler
+
+
+class DetailFieldsWanted(Message):
+    """A screen that shows the GPU detail fields (energy, in-tick min/max, PCIe
+    throughput, per-link NVLink rates) opened (`on`) or closed: the app has the sampler
+    read them only meanwhile."""
+
+    def __init__(self, on: bool) -> None:
+        super().__init__()
+        self.on = on

@@ -24,6 +24,7 @@ from gputui.telemetry.model import (
 )
 from gputui.telemetry.nvml.common import (
     ALL_FIELDS,
+    DETAIL_FIELDS,
     NvmlUnavailable,
     T,
     _Device,
@@ -57,7 +58,7 @@ class NvmlSource(ExtraReads, MigReads, ProcessReads):
                  fields: Iterable[str] = ALL_FIELDS) -> None:
         self.process_every = max(1, process_every)
         self.slow_every = max(1, slow_every)
-        self.fields = frozenset(fields)
+        self.fields = self._asked_fields = frozenset(fields)
         self.system = SystemInfo()
         self.error: str | None = None
         self._devs: list[_Device] = []
@@ -134,6 +135,12 @@ class NvmlSource(ExtraReads, MigReads, ProcessReads):
         """Read per-link NVLink rates from the next tick on (or stop), whatever the fields
         say: the monitor asks while its GPU detail screen is open."""
         self.link_rates_wanted = on or "link_rates" in self.fields
+
+    def want_detail_fields(self, on: bool) -> None:
+        """Read DETAIL_FIELDS too from the next tick on (or stop): the monitor asks while
+        its GPU detail screen is open. The readers see one field set or the other."""
+        self.fields = self._asked_fields | DETAIL_FIELDS if on else self._asked_fields
+        self.want_link_rates(on)
 
     @property
     def devices(self) -> tuple[DeviceInfo, ...]:
