@@ -56,6 +56,9 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # As in top, htop, nvtop and nvitop (Textual's default only says "press ctrl+q").
+        # Not a priority binding: a focused text field keeps ctrl+c for copying.
+        Binding("ctrl+c", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("a", "alerts", "Alerts"),
         Binding("b", "benchmarks", "Benchmarks"),
