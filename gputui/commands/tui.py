@@ -21,8 +21,14 @@ def run(args: argparse.Namespace) -> int:
 
     require_theme(args.theme)  # a typo is one line and exit 2, not a silent default
     options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record)
+    # NVML opens on its own thread while Textual is imported and starts (a recording
+    # keeps more fields than the screen shows).
+    from gputui.ui.sampler_opener import SamplerOpener
+
+    opener = SamplerOpener(interval=args.interval,
+                           profile="record" if args.record else "monitor").start()
     # Imported here, not at the top: `gputui --help` and the subcommands never load textual.
     from gputui.ui.app import run_app
 
     # A bad --record path raises UsageError in run_app before the terminal is taken over.
-    return run_app(options)
+    return run_app(options, opener=opener)

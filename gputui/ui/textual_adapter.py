@@ -23,7 +23,6 @@ Nothing here patches Textual or Rich: it sets sizes on one table's own caches.
 from __future__ import annotations
 
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey
@@ -40,6 +39,8 @@ _CACHES = ("_cell_render_cache", "_row_render_cache", "_row_renderable_cache", "
 @cache
 def textual_version() -> tuple[int, int] | None:
     """Textual's (major, minor), or None when it cannot be told."""
+    from importlib.metadata import PackageNotFoundError, version  # when first needed
+
     try:
         major, minor = version("textual").split(".")[:2]
         return int(major), int(minor)

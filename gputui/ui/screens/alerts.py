@@ -4,7 +4,6 @@ focused table is shown in full, wrapped, under the tables."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 from rich.text import Text
@@ -15,13 +14,21 @@ from textual.widgets import DataTable, Static
 
 from gputui.safe_text import printable
 from gputui.telemetry.alerts import Alert
+from gputui.telemetry.frame import Frame
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import NA, fmt_duration
 from gputui.ui.messages import SnapshotShown
 from gputui.ui.textual_adapter import bound_render_caches
 from gputui.ui.widgets.footer import FittedFooter
 
-AlertsSource = Callable[[], tuple[tuple[ThrottleEpisode, ...], list[Alert], datetime | None]]
+
+def alerts_of(frame: Frame | None) -> tuple[tuple[ThrottleEpisode, ...], list[Alert],
+                                           datetime | None]:
+    """What the screen shows of a frame: episodes, active alerts, and "now" for
+    durations."""
+    if frame is None:
+        return (), [], None
+    return frame.episodes, list(frame.alerts), frame.snapshot.time
 
 
 def _clock(t: datetime) -> str:
@@ -45,9 +52,9 @@ class AlertsScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, source: AlertsSource) -> None:
+    def __init__(self, frame: Frame | None) -> None:
         super().__init__()
-        self.source = source
+        self.frame = frame
         self._shown: tuple[object, ...] | None = None
         self._episode_rows: list[ThrottleEpisode] = []  # row i of each table → its item
         self._alert_rows: list[Alert] = []
@@ -76,7 +83,7 @@ class AlertsScreen(Screen[None]):
         for label in ("SEVERITY", "GPU", "KIND", "SINCE", "MESSAGE"):
             act.add_column(label, key=label)
         ep.focus()
-        self.show(*self.source())
+        self.show(*alerts_of(self.frame))
 
     def on_resize(self) -> None:
         # Rebuilt on every frame while an episode is ongoing: keep the caches small.
@@ -84,7 +91,9 @@ class AlertsScreen(Screen[None]):
             bound_render_caches(table, table.size.height, len(table.columns))
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
-        self.show(*self.source())
+        if message.frame is not None:
+            self.frame = message.frame
+        self.show(*alerts_of(self.frame))
 
     def show(self, episodes: tuple[ThrottleEpisode, ...], alerts: list[Alert],
              now: datetime | None) -> None:
