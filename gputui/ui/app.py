@@ -152,7 +152,10 @@ class GputuiApp(App[int]):
     # --- layout ---------------------------------------------------------------------------
 
     def get_default_screen(self) -> MonitorScreen:
-        self.main = MonitorScreen()
+        # NVML opened and read while Textual started: the GPUs' widgets are composed
+        # with the screen, and its first paint with GPUs is that reading's.
+        first = self._opener.first_frame if self._opener is not None else None
+        self.main = MonitorScreen(tuple(g.info for g in first.snapshot.gpus) if first else ())
         return self.main
 
     def on_mount(self) -> None:
@@ -198,23 +201,37 @@ class GputuiApp(App[int]):
     # --- the sampler ----------------------------------------------------------------------
 
     def _sampler_opened(self, sampler: Sampler) -> bool:
-        """On the opener's thread: hand the sampler to the loop, never waiting for it
-        (False: the app is quitting; the opener closes the sampler)."""
-        return not self._quitting and self.post_message(SamplerOpened(sampler))
+        """Hand the sampler to the loop, never waiting for it (False: the app is
+        quitting; the opener closes the sampler). Already open when the screen came up
+        (called on the loop): taken at once, so the first reading is drawn before the
+        first paint."""
+        if self._quitting:
+            return False
+        if threading.get_ident() == self._loop_thread:
+            self._take_sampler(sampler)
+            return True
+        return self.post_message(SamplerOpened(sampler))
 
     def on_sampler_opened(self, message: SamplerOpened) -> None:
         sampler = message.sampler
         assert isinstance(sampler, Sampler)
+        self._take_sampler(sampler)
+
+    def _take_sampler(self, sampler: Sampler) -> None:
         if self._opener is not None:
             self._opener.taken(sampler)
         if self._quitting:
             sampler.close()
             return
         self.sampler = sampler
-        self._attach(sampler)
+        self._attach(sampler, self._opener.first_frame if self._opener is not None else None)
 
-    def _attach(self, sampler: Sampler) -> None:
+    def _attach(self, sampler: Sampler, first: Frame | None = None) -> None:
+        """Feed the screens from `sampler`; `first`: its first reading, taken by the
+        opener (drawn now; the sampler's own ticks start an interval later)."""
         if self.recorder is not None:
+            if first is not None:
+                self.recorder.write(first.snapshot)
             sampler.subscribe(self.recorder.write)  # written and flushed on the sampler thread
         sampler.enable_alerts()
         if self._detail_fields:
@@ -224,8 +241,13 @@ class GputuiApp(App[int]):
             self.main.set_host_only(sampler.nvml_error)
         else:
             self.main.set_notice(None)
+        if first is not None:
+            self._frame_listener(first)
         if self._start_sampler:
-            sampler.start()
+            if first is None:
+                sampler.start()
+            else:  # a tick now would read again what was just read
+                self.set_timer(sampler.interval, sampler.start)
 
     def _frame_listener(self, frame: Frame) -> None:
         """Called on whichever thread ingested the snapshot; never blocks."""
