@@ -152,10 +152,10 @@ class GputuiApp(App[int]):
     # --- layout ---------------------------------------------------------------------------
 
     def get_default_screen(self) -> MonitorScreen:
-        # NVML opened and read while Textual started: the GPUs' widgets are composed
-        # with the screen, and its first paint with GPUs is that reading's.
-        first = self._opener.first_frame if self._opener is not None else None
-        self.main = MonitorScreen(tuple(g.info for g in first.snapshot.gpus) if first else ())
+        # The GPUs' widgets are mounted from the first reading, not composed with the
+        # screen: composing them with it measured ~50 ms slower to the first GPU line
+        # (benchmarks/first_frame.py, 4 GPUs at 120×40).
+        self.main = MonitorScreen()
         return self.main
 
     def on_mount(self) -> None:
@@ -203,8 +203,7 @@ class GputuiApp(App[int]):
     def _sampler_opened(self, sampler: Sampler) -> bool:
         """Hand the sampler to the loop, never waiting for it (False: the app is
         quitting; the opener closes the sampler). Already open when the screen came up
-        (called on the loop): taken at once, so the first reading is drawn before the
-        first paint."""
+        (called on the loop): taken at once, without a message round trip."""
         if self._quitting:
             return False
         if threading.get_ident() == self._loop_thread:
@@ -224,14 +223,10 @@ class GputuiApp(App[int]):
             sampler.close()
             return
         self.sampler = sampler
-        self._attach(sampler, self._opener.first_frame if self._opener is not None else None)
+        self._attach(sampler)
 
-    def _attach(self, sampler: Sampler, first: Frame | None = None) -> None:
-        """Feed the screens from `sampler`; `first`: its first reading, taken by the
-        opener (drawn now; the sampler's own ticks start an interval later)."""
+    def _attach(self, sampler: Sampler) -> None:
         if self.recorder is not None:
-            if first is not None:
-                self.recorder.write(first.snapshot)
             sampler.subscribe(self.recorder.write)  # written and flushed on the sampler thread
         sampler.enable_alerts()
         if self._detail_fields:
@@ -241,13 +236,8 @@ class GputuiApp(App[int]):
             self.main.set_host_only(sampler.nvml_error)
         else:
             self.main.set_notice(None)
-        if first is not None:
-            self._frame_listener(first)
         if self._start_sampler:
-            if first is None:
-                sampler.start()
-            else:  # a tick now would read again what was just read
-                self.set_timer(sampler.interval, sampler.start)
+            sampler.start()  # its first tick at once
 
     def _frame_listener(self, frame: Frame) -> None:
         """Called on whichever thread ingested the snapshot; never blocks."""

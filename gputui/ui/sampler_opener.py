@@ -2,10 +2,11 @@
 
 NVML init can take seconds on a big machine (and forever on a hung driver): it runs on
 a daemon thread, started by `gputui` before Textual is even imported, so the two
-overlap; the first reading is taken on that thread too (`first_frame`), so the monitor's
-first paint with GPUs is drawn from it without waiting for a sampler tick. The app asks
-for the sampler once its screen is mounted (`deliver_to`); the callback runs on
-whichever thread comes second and never waits for the event loop. Nothing at exit waits
+overlap. (Not the first reading: a tick on this thread competes with Textual's start
+for the interpreter, and measured ~60 ms later to the first GPU line; the sampler's
+own first tick runs as soon as the app takes it.) The app asks for the sampler once its
+screen is mounted (`deliver_to`); the callback runs on whichever thread comes second
+and never waits for the event loop. Nothing at exit waits
 for this thread: `cancel` closes a sampler nobody took.
 
 No textual here: the CLI imports this module before the UI.
@@ -13,11 +14,9 @@ No textual here: the CLI imports this module before the UI.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 
-from gputui.telemetry.frame import Frame
 from gputui.telemetry.sampler import Sampler
 
 Deliver = Callable[[Sampler], bool]  # True: taken; False: the receiver is gone
@@ -33,7 +32,6 @@ class SamplerOpener:
         self._deliver: Deliver | None = None
         self._cancelled = False
         self._thread: threading.Thread | None = None
-        self.first_frame: Frame | None = None  # the first reading, set before delivery
 
     def start(self) -> SamplerOpener:
         if self._thread is None:
@@ -44,15 +42,6 @@ class SamplerOpener:
 
     def _run(self) -> None:
         sampler = Sampler.open(interval=self.interval, profile=self.profile, alerts=True)
-        first: list[Frame] = []
-        sampler.subscribe_frames(first.append)
-        try:
-            sampler.tick()
-        except Exception:  # the sampler's own thread will try again
-            logging.getLogger("gputui").exception("first reading failed")
-        finally:
-            sampler.unsubscribe_frames(first.append)
-        self.first_frame = first[-1] if first else None
         with self._lock:
             if self._cancelled:
                 deliver = None

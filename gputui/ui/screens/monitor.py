@@ -17,7 +17,7 @@ from textual.timer import Timer
 from gputui.safe_text import printable
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.history import TickBuckets
-from gputui.telemetry.model import DeviceInfo, Snapshot
+from gputui.telemetry.model import Snapshot
 from gputui.ui.layout import NARROW_COLUMNS, TALL_ROWS, WIDE_COLUMNS, layout_for
 from gputui.ui.memory import SETTLE_S, release_memory
 from gputui.ui.messages import MonitorReady
@@ -32,11 +32,8 @@ PROCESS_REFRESH_S = 3.0
 
 
 class MonitorScreen(Screen[None]):
-    def __init__(self, devices: tuple[DeviceInfo, ...] = ()) -> None:
-        """`devices`: the GPUs of a first reading taken before the screen is composed
-        (their panels are then composed with it, not mounted after the first paint)."""
+    def __init__(self) -> None:
         super().__init__()
-        self._devices = devices
         self.host_only_reason: str | None = None
         self.compact_override: bool | None = None
         self._mount_lock = asyncio.Lock()
@@ -52,12 +49,7 @@ class MonitorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield AppHeader(id="header")
         yield TextLine("Opening NVML…", id="notice")
-        area = GpuArea(id="gpus")
-        if self._devices:
-            lay = layout_for(*self.app.size, len(self._devices))
-            area.set_layout(lay.compact, lay.columns, lay.spark_rows, lay.row_lines)
-            area.compose_with(self._devices)
-        yield area
+        yield GpuArea(id="gpus")
         with Horizontal(id="bottom"):
             yield HostPanel(id="host")
             yield ProcessTable(id="procs")

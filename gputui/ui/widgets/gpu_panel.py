@@ -260,21 +260,9 @@ class GpuArea(VerticalScroll):
         self._header = RowsHeader(id="rows-header")  # kept: updated every tick
 
     def compose(self) -> ComposeResult:
-        # GPUs known before the first paint (set_layout and set_devices called before
-        # mounting): their widgets are composed with the screen, not mounted after it.
-        self._build_kind(self.compact)
-        with Grid(id="panels") as grid:
-            grid.styles.grid_size_columns = self.columns
-            yield from self._panels.values()
+        yield Grid(id="panels")
         yield self._header
-        with Vertical(id="rows"):
-            yield from self._rows.values()
-
-    def compose_with(self, infos: tuple[DeviceInfo, ...]) -> None:
-        """Before mounting: these GPUs' widgets are composed with the area (after
-        set_layout, so only the kind shown is made)."""
-        self._infos = infos
-        self.indices = tuple(i.index for i in infos)
+        yield Vertical(id="rows")
 
     async def set_devices(self, infos: tuple[DeviceInfo, ...]) -> None:
         """Mount widgets for these GPUs: only the kind shown now (panels or rows).
@@ -295,27 +283,19 @@ class GpuArea(VerticalScroll):
         self.indices = indices
         await self._mount_kind(self.compact)
 
-    def _build_kind(self, compact: bool) -> list[Widget]:
-        """Make the rows (compact) or panels for the current GPUs, if not yet made;
-        returns the widgets made."""
+    def _mount_kind(self, compact: bool) -> AwaitComplete | AwaitMount:
+        """Mount the rows (compact) or panels for the current GPUs, if not yet mounted."""
         if compact and not self._rows and self._infos:
             self._rows = {i.index: GpuRow(i, id=f"row-{i.index}") for i in self._infos}
             for row in self._rows.values():
                 row.set_lines(self.row_lines)
-            return list(self._rows.values())
+            return self.query_one("#rows", Vertical).mount_all(list(self._rows.values()))
         if not compact and not self._panels and self._infos:
             self._panels = {i.index: GpuPanel(i, id=f"gpu-{i.index}") for i in self._infos}
             for panel in self._panels.values():
                 panel.set_spark_rows(self.spark_rows)
-            return list(self._panels.values())
-        return []
-
-    def _mount_kind(self, compact: bool) -> AwaitComplete | AwaitMount:
-        """Mount the rows (compact) or panels for the current GPUs, if not yet mounted."""
-        made = self._build_kind(compact)
-        if not made:
-            return AwaitComplete.nothing()
-        return self.query_one("#rows" if compact else "#panels").mount_all(made)
+            return self.query_one("#panels", Grid).mount_all(list(self._panels.values()))
+        return AwaitComplete.nothing()
 
     def set_layout(self, compact: bool, columns: int, spark_rows: int = 1,
                    row_lines: int = 1) -> None:
@@ -330,12 +310,10 @@ class GpuArea(VerticalScroll):
         if compact != self.compact:
             self.compact = compact
             self.set_class(compact, "-compact")
-            if self.is_mounted:
-                self._mount_kind(compact)  # not awaited: panels show their frame on mount
+            self._mount_kind(compact)  # not awaited: panels show their frame on mount
         if columns != self.columns:
             self.columns = columns
-            if self.is_mounted:
-                self.query_one("#panels", Grid).styles.grid_size_columns = columns
+            self.query_one("#panels", Grid).styles.grid_size_columns = columns
 
     def update_frames(self, frames: list[GpuFrame]) -> None:
         widgets = self._rows if self.compact else self._panels
