@@ -31,11 +31,17 @@ def run(args: argparse.Namespace) -> int:
     notifier = notify_cli.make_notifier(settings, report=lambda line: None)
     options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record,
                          notifier=notifier, notify_terminal=settings.terminal)
+    # NVML opens on its own thread while Textual is imported and starts (a recording
+    # keeps more fields than the screen shows).
+    from gputui.ui.sampler_opener import SamplerOpener
+
+    opener = SamplerOpener(interval=args.interval,
+                           profile="record" if args.record else "monitor").start()
     # Imported here, not at the top: `gputui --help` and the subcommands never load textual.
     from gputui.ui.app import run_app
 
     try:
         # A bad --record path raises UsageError in run_app before the terminal is taken over.
-        return run_app(options)
+        return run_app(options, opener=opener)
     finally:
         notify_cli.finish(notifier)

@@ -132,10 +132,10 @@ class Sampler:
             if self.alerts is None:
                 self.alerts = AlertEngine()
 
-    def want_link_rates(self, on: bool) -> None:
-        """Per-link NVLink rates from the next tick on, or not (a view that shows them asks
-        while it is open; recordings and exports read them anyway)."""
-        want = getattr(self.nvml, "want_link_rates", None)
+    def want_detail_fields(self, on: bool) -> None:
+        """The GPU detail screen's extra fields (energy, in-tick min/max, PCIe throughput,
+        per-link NVLink rates) from the next tick on, or not: asked while it is open."""
+        want = getattr(self.nvml, "want_detail_fields", None)
         if want is not None:
             want(on)
 

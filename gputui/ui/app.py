@@ -15,14 +15,16 @@ import asyncio
 import contextlib
 import os
 import threading
+import time
+from collections.abc import Iterable
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
+from textual.screen import Screen
 
 from gputui.telemetry.alerts import Alert, toasts
 from gputui.telemetry.frame import Frame
@@ -30,14 +32,20 @@ from gputui.telemetry.history import History, TickBuckets, history_capacity
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.record import Recorder
 from gputui.telemetry.sampler import Sampler
-from gputui.telemetry.throttle import ThrottleEpisode
-from gputui.ui.app_actions import WINDOWS_S, MonitorActions
-from gputui.ui.app_replay import ReplayControls
-from gputui.ui.messages import FrameReady, SamplerOpened, SnapshotShown
+from gputui.ui.messages import (
+    DetailFieldsWanted,
+    FrameReady,
+    MonitorReady,
+    SamplerOpened,
+    SnapshotShown,
+)
 from gputui.ui.options import AppOptions
+from gputui.ui.sampler_opener import SamplerOpener
 from gputui.ui.screens.monitor import MonitorScreen
 from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_theme
+from gputui.ui.widgets.gpu_panel import window_label
 from gputui.ui.widgets.header import HeaderInfo
+from gputui.ui.widgets.process_table import COLUMNS
 
 if TYPE_CHECKING:
     from gputui.telemetry.replay import ReplayPlayer
@@ -47,15 +55,20 @@ DEFAULT_WINDOW_S = 300.0
 # Where the bench screen keeps its session on the app (gputui.ui.bench_session's
 # SESSION_ATTR; a UI test keeps the two equal).
 BENCH_SESSION_ATTR = "_gputui_bench_session"
+WINDOWS_S = (60.0, 300.0, 900.0)
+REPLAY_TICK_S = 0.1
 
 
-class GputuiApp(MonitorActions, ReplayControls, App[int]):
+class GputuiApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gputui"
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # As in top, htop, nvtop and nvitop (Textual's default only says "press ctrl+q").
+        # Not a priority binding: a focused text field keeps ctrl+c for copying.
+        Binding("ctrl+c", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("a", "alerts", "Alerts"),
         Binding("b", "benchmarks", "Benchmarks"),
@@ -82,16 +95,24 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         Binding("end", "replay_jump('end')", "End", show=False, priority=True),
     ]
 
+    # Actions about what the main screen shows; on the alerts screen these keys (and
+    # the arrows) belong to that screen's table.
+    MAIN_ONLY: ClassVar[frozenset[str]] = frozenset({
+        "signal", "sort", "sort_reverse", "toggle_compact", "cycle_window", "replay_seek",
+        "replay_jump"})
+
     def __init__(self, options: AppOptions | None = None, *, sampler: Sampler | None = None,
                  start_sampler: bool = True, recorder: Recorder | None = None,
-                 handle_sighup: bool = False, theme_dirs: list[Path] | None = None) -> None:
+                 handle_sighup: bool = False, theme_dirs: list[Path] | None = None,
+                 opener: SamplerOpener | None = None) -> None:
+        """`sampler`: a sampler to show (tests, replay); else `opener` (started by the
+        command, so NVML opens while Textual starts), else one opened when the
+        monitor screen is up."""
         super().__init__()
-        from gputui.ui.term_output import install
-
-        install()  # partial updates written from the first changed cell
         self.options = options or AppOptions()
         self.sampler: Sampler | None = sampler
-        self._own_sampler = sampler is None  # we close what we opened, not what we were given
+        self.own_sampler = sampler is None  # we close what we opened, not what we were given
+        self._opener = opener
         self._start_sampler = start_sampler
         self.recorder = recorder
         self._record_error_shown = False
@@ -110,8 +131,7 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         self._loop_thread: int | None = None
         self._draw_pending = False
         self._replay_clock = 0.0
-        self._handoff_lock = threading.Lock()
-        self._pending_sampler: Sampler | None = None
+        self._detail_fields = False  # the GPU detail screen is open
         themes, self._theme_warnings = load_themes(theme_dirs)
         for theme in themes:
             self.register_theme(theme)
@@ -132,6 +152,9 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
     # --- layout ---------------------------------------------------------------------------
 
     def get_default_screen(self) -> MonitorScreen:
+        # The GPUs' widgets are mounted from the first reading, not composed with the
+        # screen: composing them with it measured ~50 ms slower to the first GPU line
+        # (benchmarks/first_frame.py, 4 GPUs at 120×40).
         self.main = MonitorScreen()
         return self.main
 
@@ -147,15 +170,18 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         if warning:
             self.notify(warning, severity="warning", timeout=8)
 
-    def monitor_ready(self) -> None:
-        """Called by MonitorScreen once its widgets exist: start feeding them."""
+    def on_monitor_ready(self, message: MonitorReady) -> None:
+        """The monitor screen's widgets exist: start feeding them."""
         self._loop_thread = threading.get_ident()
         if self.options.replay is not None:
             self._start_replay()
         elif self.sampler is not None:
             self._attach(self.sampler)
         else:
-            self._open_sampler()
+            if self._opener is None:  # not started by the command: open it now
+                profile = "record" if self.recorder is not None else "monitor"
+                self._opener = SamplerOpener(interval=self.options.interval, profile=profile)
+            self._opener.deliver_to(self._sampler_opened)
 
     def relayout(self) -> None:
         self.main.relayout()
@@ -174,31 +200,25 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
 
     # --- the sampler ----------------------------------------------------------------------
 
-    def _open_sampler(self) -> None:
-        """NVML init can take seconds on a big machine: never on the event loop.
-
-        A plain daemon thread, and a non-blocking hand-off (post_message): if the user
-        quits (or the terminal hangs up) while NVML is opening, nothing at exit waits
-        for this thread, and this thread never waits for a loop that is shutting down.
-        """
-        threading.Thread(target=self._open_sampler_thread, name="gputui-nvml-open",
-                         daemon=True).start()
-
-    def _open_sampler_thread(self) -> None:
-        # Ask NVML only for what the screen shows; a recording keeps more.
-        profile = "record" if self.recorder is not None else "monitor"
-        sampler = Sampler.open(interval=self.options.interval, profile=profile, alerts=True)
-        with self._handoff_lock:
-            if self._quitting or not self.post_message(SamplerOpened(sampler)):
-                sampler.close()
-                return
-            self._pending_sampler = sampler
+    def _sampler_opened(self, sampler: Sampler) -> bool:
+        """Hand the sampler to the loop, never waiting for it (False: the app is
+        quitting; the opener closes the sampler). Already open when the screen came up
+        (called on the loop): taken at once, without a message round trip."""
+        if self._quitting:
+            return False
+        if threading.get_ident() == self._loop_thread:
+            self._take_sampler(sampler)
+            return True
+        return self.post_message(SamplerOpened(sampler))
 
     def on_sampler_opened(self, message: SamplerOpened) -> None:
-        with self._handoff_lock:
-            self._pending_sampler = None
         sampler = message.sampler
         assert isinstance(sampler, Sampler)
+        self._take_sampler(sampler)
+
+    def _take_sampler(self, sampler: Sampler) -> None:
+        if self._opener is not None:
+            self._opener.taken(sampler)
         if self._quitting:
             sampler.close()
             return
@@ -209,6 +229,8 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         if self.recorder is not None:
             sampler.subscribe(self.recorder.write)  # written and flushed on the sampler thread
         sampler.enable_alerts()
+        if self._detail_fields:
+            sampler.want_detail_fields(True)
         sampler.subscribe_frames(self._frame_listener)
         if self.options.notifier is not None and self.options.replay is None:
             from gputui.ui.terminal_notify import attach_notifier
@@ -220,7 +242,7 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         else:
             self.main.set_notice(None)
         if self._start_sampler:
-            sampler.start()
+            sampler.start()  # its first tick at once
 
     def _frame_listener(self, frame: Frame) -> None:
         """Called on whichever thread ingested the snapshot; never blocks."""
@@ -234,6 +256,11 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
                 self.call_later(self._draw)
             return
         self.post_message(FrameReady(frame))
+
+    def on_detail_fields_wanted(self, message: DetailFieldsWanted) -> None:
+        if self.sampler is not None:
+            self.sampler.want_detail_fields(message.on)
+        self._detail_fields = message.on  # a sampler opened later is asked too
 
     async def on_frame_ready(self, message: FrameReady) -> None:
         self._take(message.frame)
@@ -265,16 +292,14 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         await asyncio.to_thread(self._stop_background)
 
     def _stop_background(self) -> None:
-        with self._handoff_lock:
-            pending, self._pending_sampler = self._pending_sampler, None
-        if pending is not None:  # opened, but the app quit before taking it
-            pending.close()
+        if self._opener is not None:  # opened (or opening), but the app quit before taking it
+            self._opener.cancel()
         sampler = self.sampler
         if sampler is not None:
             sampler.unsubscribe_frames(self._frame_listener)
             if self.options.notifier is not None:
                 sampler.unsubscribe_frames(self.options.notifier)
-            if self._own_sampler:
+            if self.own_sampler:
                 sampler.close()
             elif self._start_sampler:
                 sampler.stop()
@@ -301,7 +326,8 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         except NoMatches:  # shutting down while a frame was in flight
             return
         if self.screen is not self.main:
-            self.screen.post_message(SnapshotShown(frame.snapshot, frame))
+            self.screen.post_message(SnapshotShown(frame.snapshot, frame, self.buckets,
+                                                   self.window_s))
 
     def _toast(self, alert: Alert) -> None:
         title = "GPU alert" if alert.severity == "warning" else "GPU error"
@@ -369,25 +395,232 @@ class GputuiApp(MonitorActions, ReplayControls, App[int]):
         bench_session(self).apply_finished(message)
         self.bench_changed()
 
-    def alerts_data(self) -> tuple[tuple[ThrottleEpisode, ...], list[Alert], datetime | None]:
-        """What the alerts screen shows (from the last frame): episodes, active alerts,
-        and "now" for durations."""
-        f = self.latest_frame
-        if f is None:
-            return (), [], None
-        return f.episodes, list(f.alerts), f.snapshot.time
+    # --- keys ---------------------------------------------------------------------------
+    # Screens update their own widgets; these only ask them to. A screen opened by a key
+    # is imported when first opened, and handed what it draws (then frames, by message).
 
-    def job_slowdowns_data(self) -> tuple[Alert, ...]:
-        """The job_slowdown episodes, ongoing and ended (the alerts screen's job cost)."""
-        f = self.latest_frame
-        return f.job_slowdowns if f is not None else ()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MAIN_ONLY and self.screen is not getattr(self, "main", None):
+            return False
+        if action.startswith("replay_"):
+            return self.player is not None
+        if action == "signal":
+            return self.player is None  # a recorded PID is not a process to kill now
+        return True
+
+    def action_benchmarks(self) -> None:
+        if self.player is not None:
+            self.notify("benchmarks are not available in replay", severity="warning",
+                        timeout=4)
+            return
+        from gputui.ui.screens.bench import toggle_bench_screen
+
+        toggle_bench_screen(self)
+
+    def action_doctor(self) -> None:
+        if self.player is not None:
+            self.notify("doctor checks the live GPUs: not available in replay",
+                        severity="warning", timeout=4)
+            return
+        from gputui.ui.screens.doctor import DoctorScreen
+
+        if isinstance(self.screen, DoctorScreen):
+            self.screen.action_close()
+            return
+        self.push_screen(DoctorScreen(frame=self.latest_frame, history=self.buckets,
+                                      window_s=self.window_s))
+
+    def action_help(self) -> None:
+        from gputui.ui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(replay=self.player is not None))
+
+    def action_alerts(self) -> None:
+        from gputui.ui.screens.alerts import AlertsScreen
+
+        if isinstance(self.screen, AlertsScreen):
+            self.pop_screen()
+            return
+        self.push_screen(AlertsScreen(self.latest_frame))
+
+    def action_history(self) -> None:
+        """`h`: line charts of one GPU's history (the first GPU shown)."""
+        from gputui.ui.screens.history import HistoryScreen
+
+        if isinstance(self.screen, HistoryScreen):
+            self.pop_screen()
+            return
+        snap = self.latest
+        gpus = [g.index for g in snap.gpus] if snap is not None else []
+        interval = self.sampler.interval if self.sampler is not None else self.options.interval
+        self.push_screen(HistoryScreen(self.history, gpus[0] if gpus else 0, self.window_s,
+                                       kept_s=self.history.capacity * interval, snapshot=snap))
+
+    def action_gpu_detail(self) -> None:
+        """`i`: everything about one GPU (the selected process's GPU, else the first)."""
+        from gputui.ui.screens.gpu_detail import GpuDetailScreen
+
+        if isinstance(self.screen, GpuDetailScreen):
+            self.pop_screen()
+            return
+        snap = self.latest
+        selected = self.main.procs.selected_process()
+        gpus = [g.index for g in snap.gpus] if snap is not None else []
+        index = selected.gpu_index if selected is not None and selected.gpu_index in gpus \
+            else (gpus[0] if gpus else 0)
+        self.push_screen(GpuDetailScreen(snap, index))
+
+    def action_toggle_compact(self) -> None:
+        self.main.toggle_compact()
+
+    def action_cycle_window(self) -> None:
+        i = WINDOWS_S.index(self.window_s) if self.window_s in WINDOWS_S else 0
+        self.set_window(WINDOWS_S[(i + 1) % len(WINDOWS_S)])
+
+    def set_window(self, seconds: float) -> None:
+        self.window_s = seconds
+        self.main.show_gpus(window_s=seconds)
+        self.notify(f"History window: {window_label(seconds)}", timeout=2)
+
+    def action_cycle_theme(self) -> None:
+        names = self.theme_names or list(self.available_themes)
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"Theme: {self.theme}", timeout=2)
+
+    def action_sort(self) -> None:
+        self.main.procs.cycle_sort()
+
+    def action_sort_reverse(self) -> None:
+        self.main.procs.reverse_sort()
+
+    def action_signal(self, name: str) -> None:
+        from gputui.ui.process_signal import SignalRequest
+        from gputui.ui.screens.confirm import ConfirmScreen
+
+        proc = self.main.procs.selected_process()
+        if proc is None:
+            self.notify("No process selected", severity="warning")
+            return
+        request = SignalRequest(proc, name)
+        refused = request.refused()
+        if refused is not None:
+            self.notify(refused, title="Not sent", severity="error", markup=False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            text, sent = request.send()
+            if sent:
+                self.notify(text, markup=False)
+            else:
+                self.notify(text, title="Not sent", severity="error", markup=False)
+
+        self.push_screen(ConfirmScreen(request.question(), yes_label=f"Send {request.signame}",
+                                       no_message=request.cancelled()), answered)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Alerts", "Throttle episodes and active alerts (a)",
+                            self.action_alerts)
+        yield SystemCommand("Benchmarks", "Run, queue and compare benchmarks (b)",
+                            self.action_benchmarks)
+        yield SystemCommand("Doctor", "Check every GPU's configuration and health (d)",
+                            self.action_doctor)
+        yield SystemCommand("Help: keys", "Every key gputui understands (?)", self.action_help)
+        yield SystemCommand("Compact mode: toggle", "One line per GPU, or full panels (c)",
+                            self.action_toggle_compact)
+        for seconds in WINDOWS_S:
+            yield SystemCommand(f"History window: {window_label(seconds)}",
+                                "Time span of the sparklines (w cycles)",
+                                lambda s=seconds: self.set_window(s))
+        for name in self.theme_names:
+            yield SystemCommand(f"Theme: {name}", "Switch the colour theme (t cycles)",
+                                lambda n=name: setattr(self, "theme", n))
+        for col in COLUMNS:
+            yield SystemCommand(f"Sort processes by {col.label}", "s cycles, S reverses",
+                                lambda k=col.key: self.main.procs.set_sort(k))
+
+    # --- replay: a timer advances the player on the event loop -----------------------------
+
+    def _start_replay(self) -> None:
+        from gputui.telemetry.replay import ReplayPlayer
+
+        rec = self.options.replay
+        assert rec is not None
+        sampler = self.sampler or Sampler(interval=max(0.1, rec.interval_s or 1.0), nvml=None)
+        self.sampler = sampler
+        self.own_sampler = False
+        self._start_sampler = False
+        sampler.enable_alerts()
+        # The player runs on the event loop: every frame goes into the history at once;
+        # the screen is drawn once per timer tick, not per snapshot.
+        sampler.subscribe_frames(self._frame_listener)
+        self.player = ReplayPlayer(rec, sampler, speed=self.options.replay_speed)
+        for w in rec.warnings:
+            self.notify(w, severity="warning", timeout=8, markup=False)
+        # A damaged line met while playing: said once, and the replay goes on.
+        rec.on_warning = lambda w: self.notify(w, severity="warning", timeout=8,
+                                               markup=False)
+        self.main.set_notice(None)
+        self._replay_clock = time.monotonic()
+        self.set_interval(REPLAY_TICK_S, self._replay_tick)
+        self.call_later(self._draw)
+
+    async def _replay_tick(self) -> None:
+        now = time.monotonic()
+        dt, self._replay_clock = now - self._replay_clock, now
+        if self.player is not None and self.player.advance(dt):
+            await self._draw()
+        elif self.player is not None:
+            self._update_header()  # elapsed time moves between snapshots
+
+    async def _after_replay_move(self, changed: bool) -> None:
+        if changed:
+            await self._draw()
+        else:
+            self._update_header()
+
+    async def action_replay_toggle(self) -> None:
+        if self.player is not None:
+            self.player.toggle()
+            self._replay_clock = time.monotonic()
+            self._update_header()
+
+    async def action_replay_step(self, n: int) -> None:
+        if self.player is not None:
+            await self._after_replay_move(self.player.step(n))
+
+    async def action_replay_seek(self, seconds: float) -> None:
+        if self.player is not None:
+            await self._after_replay_move(self.player.seek_relative(seconds))
+
+    async def action_replay_speed(self, factor: float) -> None:
+        if self.player is not None:
+            self.player.speed = self.player.speed * factor
+            self._update_header()
+
+    async def action_replay_jump(self, where: str) -> None:
+        if self.player is not None:
+            target = 0.0 if where == "start" else self.player.duration_s
+            await self._after_replay_move(self.player.seek(target))
 
 
-def run_app(options: AppOptions) -> int:
-    """Run the monitor in this terminal; returns the exit code."""
+
+def run_app(options: AppOptions, opener: SamplerOpener | None = None) -> int:
+    """Run the monitor in this terminal; returns the exit code. `opener`: NVML already
+    opening (the command started it), closed here if the app cannot start."""
     from gputui.ui.run import run_monitor
 
-    return run_monitor(GputuiApp(options, handle_sighup=True))
+    try:
+        app = GputuiApp(options, handle_sighup=True, opener=opener)
+    except BaseException:
+        if opener is not None:
+            opener.cancel()
+        raise
+    return run_monitor(app)
 
 
 __all__ = ["DEFAULT_THEME", "WINDOWS_S", "GputuiApp", "run_app"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from gputui.telemetry.frame import Frame
+from gputui.telemetry.history import TickBuckets
 from gputui.telemetry.model import Snapshot
 
 
@@ -18,12 +19,20 @@ class FrameReady(Message):
 
 class SnapshotShown(Message):
     """Posted to a screen other than the main one after the app took in a frame, so
-    screens that show live data (alerts, benchmarks) can refresh themselves from it."""
+    screens that show live data (alerts, benchmarks) can refresh themselves from it;
+    with the view's history buckets and window for screens that draw sparklines."""
 
-    def __init__(self, snapshot: Snapshot, frame: Frame | None = None) -> None:
+    def __init__(self, snapshot: Snapshot, frame: Frame | None = None,
+                 history: TickBuckets | None = None, window_s: float = 300.0) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.frame = frame
+        self.history = history
+        self.window_s = window_s
+
+
+class MonitorReady(Message):
+    """The monitor screen's widgets exist: the app may start feeding them."""
 
 
 class SamplerOpened(Message):
@@ -32,3 +41,13 @@ class SamplerOpened(Message):
     def __init__(self, sampler: object) -> None:
         super().__init__()
         self.sampler = sampler
+
+
+class DetailFieldsWanted(Message):
+    """A screen that shows the GPU detail fields (energy, in-tick min/max, PCIe
+    throughput, per-link NVLink rates) opened (`on`) or closed: the app has the sampler
+    read them only meanwhile."""
+
+    def __init__(self, on: bool) -> None:
+        super().__init__()
+        self.on = on

@@ -13,15 +13,25 @@
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from gputui.ui.terminal_watch import exit_on_sigterm, watch_terminal
 
-if TYPE_CHECKING:
-    from gputui.ui.app import GputuiApp
+
+class Monitor(Protocol):
+    """What running the monitor needs of its app (gputui.ui.app.GputuiApp)."""
+
+    recorder: Any
+    sampler: Any
+    own_sampler: bool
+    return_code: int | None
+
+    def run(self) -> int | None: ...
+
+    def on_hangup(self) -> None: ...
 
 
-def run_monitor(app: GputuiApp) -> int:
+def run_monitor(app: Monitor) -> int:
     """Run `app` in this terminal; returns the exit code."""
 
     def on_hangup(signum: int = signal.SIGHUP, frame: object = None) -> None:
@@ -41,7 +51,7 @@ def run_monitor(app: GputuiApp) -> int:
         signal.signal(signal.SIGHUP, previous)
         if app.recorder is not None:
             app.recorder.close()
-        if app.sampler is not None and app._own_sampler:
+        if app.sampler is not None and app.own_sampler:
             app.sampler.close()  # never blocks on a hung driver call
     if app.return_code not in (None, 0):
         return app.return_code

@@ -5,6 +5,7 @@ them): per-process SM% / MEM% / ENC% / DEC% in the process table, the GPU detail
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -55,3 +56,39 @@ def test_process_columns_detail_screen_and_clock_alert(
     assert "Traceback" not in screen
     session.send_keys("Escape")
     session.wait_for("CONTAINER", timeout=10)  # back on the monitor
+
+
+DETAIL_LABELS = ("SM clock in tick", "energy", "RX / TX")
+
+
+def _detail_lines(screen: str) -> dict[str, str]:
+    """The detail screen's line for each of DETAIL_LABELS (label → the rest of the line,
+    up to the box's right border)."""
+    out = {}
+    for line in screen.splitlines():
+        for label in DETAIL_LABELS:
+            if f"│ {label}  " in line:
+                out[label] = line.split(f"│ {label}", 1)[1].split("│", 1)[0].strip()
+    return out
+
+
+def test_detail_screen_reads_the_fields_the_monitor_does_not(
+        tui: Start, fake_nvml_lib: FakeNvmlLib, isolated_env: dict[str, str],
+        tmp_path: Path) -> None:
+    """Energy, the SM clock's range within the tick and PCIe RX/TX: the fake GPU has them,
+    so the detail screen (`i`) shows values, never N/A."""
+    scenario = write_scenario(tmp_path / "fields.conf", {"device_count": 1})
+    session = tui(fake_nvml_lib.env(scenario, base=isolated_env), width=160, height=50)
+    session.wait_for("CONTAINER", timeout=30)
+    session.send_keys("i")
+    session.wait_for(["Identity", *DETAIL_LABELS], timeout=10)
+    deadline = time.monotonic() + 10
+    lines: dict[str, str] = {}
+    while time.monotonic() < deadline:  # the fields come with the next reading
+        lines = _detail_lines(session.capture())
+        if len(lines) == len(DETAIL_LABELS) and not any("N/A" in v for v in lines.values()):
+            break
+        time.sleep(0.1)
+    assert len(lines) == len(DETAIL_LABELS) and not any("N/A" in v for v in lines.values()), \
+        session.capture()
+    assert "MHz – " in lines["SM clock in tick"] and "/s / " in lines["RX / TX"], lines

@@ -69,6 +69,16 @@ def test_q_quits(tui: Start, fake_nvml_lib: FakeNvmlLib,
     assert session.wait_exit(timeout=20) == 0
 
 
+def test_ctrl_c_quits(tui: Start, fake_nvml_lib: FakeNvmlLib,
+                      isolated_env: dict[str, str]) -> None:
+    """As in top, htop, nvtop and nvitop: no "press ctrl+q" hint, the monitor ends."""
+    env = fake_nvml_lib.env(scenario_path("two_gpus"), base=isolated_env)
+    session = tui(env)
+    session.wait_for("NVIDIA A100-SXM4-80GB", timeout=30)
+    session.send_keys("C-c")
+    assert session.wait_exit(timeout=20) == 0
+
+
 def test_without_nvml_shows_the_reason(tui: Start, isolated_env: dict[str, str]) -> None:
     # No fake library on LD_LIBRARY_PATH and no driver here: host-only monitor.
     session = tui(isolated_env, unset=("LD_LIBRARY_PATH", "FAKENVML_SCENARIO"))

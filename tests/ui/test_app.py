@@ -76,6 +76,34 @@ async def test_help_screen_and_quit() -> None:
     assert app.return_code == 0
 
 
+async def test_ctrl_c_quits_as_in_top_and_nvitop() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        feed(sampler, 0, 1, two_gpus)
+        await pilot.press("i")  # from any screen, not only the monitor
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
+
+
+async def test_ctrl_c_in_a_text_field_keeps_its_editing_meaning() -> None:
+    from textual.widgets import Input
+
+    app, sampler = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        feed(sampler, 0, 1, two_gpus)
+        field = Input("32")
+        await app.screen.mount(field)
+        field.focus()
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running and field.value == "32"
+        app.exit()
+
+
 async def test_sorting_by_key_and_by_clicking_a_header() -> None:
     app, sampler = make_app()
     procs = [proc(300, 0, 5, cpu_pct=10.0, user="carol"), proc(100, 1, 40, cpu_pct=50.0),

@@ -259,3 +259,36 @@ async def test_the_detail_screen_asks_for_per_link_rates_while_open(
             assert not nvml.link_rates_wanted  # type: ignore[union-attr]
     finally:
         sampler.close()
+
+
+async def test_the_detail_screen_shows_its_extra_fields_on_a_gpu_that_has_them(
+        fake_nvml: object) -> None:
+    """Energy, the SM clock's min/max within the tick and PCIe RX/TX are not in the
+    monitor's field profile: the screen asks for them while open, and shows values, not
+    N/A; closed, the monitor stops reading them."""
+    fake_nvml.use({"device_count": 1}, frozen_time=100.0)  # type: ignore[attr-defined]
+    sampler = Sampler.open(interval=1.0, profile="monitor")
+    try:
+        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            sampler.tick()
+            await pilot.pause()
+            assert sampler.latest.gpus[0].energy_j is None  # type: ignore[union-attr]
+            await open_detail(pilot, app)
+            await pilot.pause()  # the app took the screen's request
+            sampler.tick()
+            await pilot.pause()
+            g = sampler.latest.gpus[0]  # type: ignore[union-attr]
+            assert None not in (g.energy_j, g.clock_sm_mhz_min, g.clock_sm_mhz_max,
+                                g.pcie_rx_bps, g.pcie_tx_bps)
+            clocks, pcie = rows(app, "clocks"), rows(app, "pcie")
+            assert clocks["energy"] != "N/A" and clocks["SM clock in tick"] != "N/A"
+            assert "N/A" not in pcie["RX / TX"], pcie
+            text = screen_text(app)
+            assert clocks["SM clock in tick"] in text and clocks["energy"] in text
+            await pilot.press("escape")
+            await pilot.pause()
+            sampler.tick()
+            assert sampler.latest.gpus[0].energy_j is None  # type: ignore[union-attr]
+    finally:
+        sampler.close()

@@ -11,8 +11,8 @@ from gputui.telemetry.history import History
 from gputui.telemetry.sampler import Sampler
 from gputui.ui.app import GputuiApp
 from gputui.ui.options import AppOptions
+from gputui.ui.textual_adapter import GENERATIONS, MIN_ROWS, render_cache_sizes
 from gputui.ui.widgets.process_table import COLUMNS, ProcessTable
-from gputui.ui.widgets.table_cache import GENERATIONS, MIN_ROWS, render_cache_sizes
 from tests.ui.helpers import gpu, proc, snap
 
 

@@ -6,25 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from rich.text import Text
 from textual.geometry import Region
 
 from gputui.ui.widgets.header import AppHeader
 from gputui.ui.widgets.host_panel import CoreBars
-from gputui.ui.widgets.partial import changed_lines, changed_runs, changed_span
+from gputui.ui.widgets.partial import cells, changed_runs
 from tests.ui.helpers import gpu, host, snap
 from tests.ui.test_app import make_app
-
-
-def test_changed_span_finds_the_cells_that_differ() -> None:
-    assert changed_span(Text("12:00:07 ok"), Text("12:00:08 ok")) == (7, 8)
-    assert changed_span(Text("same"), Text("same")) == (0, 0)
-    styled = Text("abc")
-    styled.stylize("bold", 1, 2)
-    assert changed_span(Text("abc"), styled) == (1, 2)  # a style change counts
-    assert changed_span(Text("a"), Text("abc")) == (1, 3)
-    assert changed_span(Text("⏳ 1"), Text("⏳ 2")) is None  # wide: repaint the line
-    assert changed_lines(["a", "b", "c"], ["a", "x", "c", "d"]) == [1, 3]
 
 
 def test_changed_runs_skip_unchanged_stretches_longer_than_a_cursor_move() -> None:
@@ -33,8 +21,16 @@ def test_changed_runs_skip_unchanged_stretches_longer_than_a_cursor_move() -> No
     assert changed_runs(old, new) == [(5, 6), (30, 31)]  # the bar's end, the digit
     assert changed_runs("a1b2", "a9b8") == [(1, 4)]  # a 1-cell gap: one run
     assert changed_runs("same", "same") == []
-    assert changed_runs("ab", "abc") is None  # another layout: repaint it all
-    assert changed_runs("⏳ 1", "⏳ 2") is None  # wide character
+    assert changed_runs("ab", "abc") == [(2, 3)]  # the line grew: its new cell
+    assert changed_runs("abc", "a") == [(1, 3)]  # shrank: the cells to blank
+
+
+def test_cells_count_a_wide_character_twice_and_see_style_changes() -> None:
+    # "⏳" takes two cells: the digit after it is cell 3, not 2.
+    old, new = cells([("⏳ 1", None)]), cells([("⏳ 2", None)])
+    assert len(new) == 4 and changed_runs(old, new) == [(3, 4)]
+    plain, bold = cells([("abc", None)]), cells([("a", None), ("b", "bold"), ("c", None)])
+    assert changed_runs(plain, bold) == [(1, 2)]  # a style change counts
 
 
 async def test_a_cpu_gauge_tick_repaints_the_bar_end_and_the_digits_only() -> None:
@@ -69,7 +65,7 @@ async def test_a_clock_tick_repaints_only_the_seconds() -> None:
         header.set_info(replace(header.info, time=header.info.time + timedelta(seconds=1)))
         after = right.text.plain
         assert before != after and len(before) == len(after)
-        start, end = changed_span(Text(before), Text(after)) or (0, 0)
+        (start, end), = changed_runs(before, after)
         assert end - start <= 2  # ":57" → ":58": the last digit (two at a ten)
         dirty = list(right._dirty_regions)
         offset = right.content_offset

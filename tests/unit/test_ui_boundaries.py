@@ -9,7 +9,7 @@ from pathlib import Path
 
 UI = Path(__file__).resolve().parents[2] / "gputui" / "ui"
 # The monitor's modules (the benchmark screens are checked by their own tests).
-MONITOR = [UI / "app.py", UI / "app_actions.py", UI / "app_replay.py", UI / "run.py",
+MONITOR = [UI / "app.py", UI / "sampler_opener.py", UI / "process_signal.py", UI / "run.py",
            UI / "layout.py", UI / "messages.py", UI / "terminal_watch.py",
            UI / "screens" / "monitor.py", UI / "screens" / "alerts.py",
            *sorted((UI / "widgets").glob("*.py"))]
@@ -58,3 +58,62 @@ def test_the_app_finds_the_bench_session_where_the_bench_screen_keeps_it() -> No
     from gputui.ui.bench_session import SESSION_ATTR
 
     assert BENCH_SESSION_ATTR == SESSION_ATTR
+
+
+def test_only_the_adapter_touches_textual_or_rich_internals() -> None:
+    """No monkeypatching, no private modules: what is not public API is in one module
+    (gputui/ui/textual_adapter.py), whose version bound pyproject.toml carries."""
+    offenders = []
+    for path in sorted(UI.rglob("*.py")):
+        if path.name == "textual_adapter.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.split(".")[0] in ("textual", "rich") and \
+                    any(part.startswith("_") for part in node.module.split(".")):
+                offenders.append(f"{path.name}: imports {node.module}")
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                    and t.value.id in ("textual", "rich") for t in node.targets):
+                offenders.append(f"{path.name}: assigns into {ast.unparse(node.targets[0])}")
+    assert offenders == []
+
+
+def test_pyproject_bounds_textual_to_what_the_adapter_is_tested_with() -> None:
+    import tomllib
+
+    from gputui.ui.textual_adapter import TESTED_VERSIONS, supported, textual_version
+
+    pyproject = tomllib.loads((UI.parents[1] / "pyproject.toml").read_text("utf-8"))
+    (line,) = [d for d in pyproject["project"]["dependencies"] if d.startswith("textual>")]
+    low, high = line.removeprefix("textual>=").split(",<")
+    bounds = (tuple(int(x) for x in low.split(".")[:2]), tuple(int(x) for x in high.split(".")[:2]))
+    assert all(bounds[0] <= v < bounds[1] for v in TESTED_VERSIONS), (line, TESTED_VERSIONS)
+    assert supported() and textual_version() in TESTED_VERSIONS  # the installed one
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(UI.parents[1]).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def test_no_import_cycle_in_the_ui() -> None:
+    """No cycle among the UI's modules, counting imports inside functions and under
+    TYPE_CHECKING too (a soft cycle is still two modules that cannot be read apart)."""
+    modules = {_module(p): p for p in UI.rglob("*.py")}
+    graph = {name: {m for m in _imports(path) if m in modules and m != name}
+             for name, path in modules.items()}
+    cycles = []
+    for start in sorted(graph):
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, trail = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    cycles.append(" → ".join([*trail, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*trail, nxt]))
+    assert cycles == []

@@ -58,16 +58,15 @@ class DeviceReader:
         self._violation = (counters.Violation(pynvml.NVML_PERF_POLICY_POWER),
                            counters.Violation(pynvml.NVML_PERF_POLICY_THERMAL))
         self._links = counters.NvLinks()
-        self._ranges: list[tuple[str, counters.SampleRange]] = []
-        if "power_samples" in fields:
-            self._ranges.append(("power_w", counters.SampleRange(
-                pynvml.NVML_TOTAL_POWER_SAMPLES, "samples_power")))
-        if "util_samples" in fields:
-            self._ranges += [
-                ("util_gpu_pct", counters.SampleRange(pynvml.NVML_GPU_UTILIZATION_SAMPLES,
-                                                      "samples_util")),
-                ("clock_sm_mhz", counters.SampleRange(pynvml.NVML_PROCESSOR_CLK_SAMPLES,
-                                                      "samples_clock"))]
+        # The driver's sub-second samples, each read while its field is in the settings
+        # (the GPU detail screen turns "util_samples" on while it is open).
+        self._ranges: tuple[tuple[str, str, counters.SampleRange], ...] = (
+            ("power_samples", "power_w", counters.SampleRange(
+                pynvml.NVML_TOTAL_POWER_SAMPLES, "samples_power")),
+            ("util_samples", "util_gpu_pct", counters.SampleRange(
+                pynvml.NVML_GPU_UTILIZATION_SAMPLES, "samples_util")),
+            ("util_samples", "clock_sm_mhz", counters.SampleRange(
+                pynvml.NVML_PROCESSOR_CLK_SAMPLES, "samples_clock")))
         self._gpm: GpmSession | None = None
         self._gpm_links = 0  # NVLink links whose per-link rates the session can ask for
         self._gpm_backoff = gpm.GpmBackoff()
@@ -254,7 +253,9 @@ class DeviceReader:
         links = self._links.records(self._link_rates)
         if links is not None:
             out["nvlink_links"] = links
-        for name, samples in self._ranges:
+        for field, name, samples in self._ranges:
+            if field not in fields:
+                continue
             got = samples.read(q, h)
             if got is None:
                 continue

@@ -24,6 +24,11 @@ ALL_FIELDS = frozenset({"pcie_throughput", "violation", "ecc", "pcie_link", "ene
 MONITOR_FIELDS = frozenset({"ecc", "mem_temp", "remap", "events", "mig", "process_util",
                             "gpm", "pcie_link", "pcie_replay", "nvlink", "violation",
                             "clock_mem", "power_samples"})
+# What the GPU detail screen adds while it is open (NvmlSource.want_detail_fields): the
+# energy counter, the tick's min/max from the driver's utilization and SM clock samples,
+# PCIe throughput (~20 ms a call, so never in the monitor's own profile) and per-link
+# NVLink rates.
+DETAIL_FIELDS = frozenset({"energy", "util_samples", "pcie_throughput", "link_rates"})
 # Named profiles, so that a consumer (the TUI) chooses by name without importing this
 # module: a recording keeps everything but PCIe throughput.
 PROFILE_FIELDS = {

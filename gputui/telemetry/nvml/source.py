@@ -15,7 +15,7 @@ from gputui.telemetry.model import DeviceInfo, GpuEvent, GpuProcess, GpuSample, 
 from gputui.telemetry.nvml.device import DeviceReader, ReadSettings
 from gputui.telemetry.nvml.errors import NvmlUnavailable, describe_init_error, text
 from gputui.telemetry.nvml.events import MONITOR_EVENTS, XidWatcher
-from gputui.telemetry.nvml.profiles import ALL_FIELDS
+from gputui.telemetry.nvml.profiles import ALL_FIELDS, DETAIL_FIELDS
 from gputui.telemetry.nvml.query import NvmlQuery
 from gputui.telemetry.units import cuda_version_str
 
@@ -33,6 +33,7 @@ class NvmlSource:
             # that shows them asks (want_link_rates).
             link_rates_wanted="link_rates" in fields,
             gpm_clock=time.monotonic, gpm_min_gap_s=gpm.MIN_SAMPLE_GAP_S)
+        self._asked_fields = fields
         self.system = SystemInfo()
         self.error: str | None = None
         self.readers: list[DeviceReader] = []
@@ -137,6 +138,12 @@ class NvmlSource:
         """Read per-link NVLink rates from the next tick on (or stop), whatever the fields
         say: the monitor asks while its GPU detail screen is open."""
         self.settings.link_rates_wanted = on or "link_rates" in self.fields
+
+    def want_detail_fields(self, on: bool) -> None:
+        """Read DETAIL_FIELDS too from the next tick on (or stop): the monitor asks while
+        its GPU detail screen is open. The readers see one field set or the other."""
+        self.settings.fields = self._asked_fields | DETAIL_FIELDS if on else self._asked_fields
+        self.want_link_rates(on)
 
     @property
     def devices(self) -> tuple[DeviceInfo, ...]:

@@ -4,7 +4,6 @@ focused table is shown in full, wrapped, under the tables."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 from rich.text import Text
@@ -15,15 +14,13 @@ from textual.widgets import DataTable, Static
 
 from gputui.safe_text import printable
 from gputui.telemetry.alerts import Alert
+from gputui.telemetry.frame import Frame
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import NA, fmt_duration
 from gputui.ui.messages import SnapshotShown
+from gputui.ui.textual_adapter import bound_render_caches
 from gputui.ui.widgets.footer import FittedFooter
-from gputui.ui.widgets.table_cache import bound_render_caches
 
-AlertsSource = Callable[[], tuple[tuple[ThrottleEpisode, ...], list[Alert], datetime | None]]
-# The job_slowdown episodes (ongoing and ended): what each throttle cost the jobs on it.
-JobSlowdownsSource = Callable[[], tuple[Alert, ...]]
 # A job's throughput lags its GPU by the rate window: a slowdown raised this soon after a
 # throttle episode ended still belongs to it.
 JOB_LAG_S = 10.0
@@ -51,6 +48,15 @@ def job_cost(e: ThrottleEpisode, slowdowns: tuple[Alert, ...], now: datetime | N
     return "; ".join(parts)
 
 
+def alerts_of(frame: Frame | None) -> tuple[tuple[ThrottleEpisode, ...], list[Alert],
+                                           datetime | None]:
+    """What the screen shows of a frame: episodes, active alerts, and "now" for
+    durations."""
+    if frame is None:
+        return (), [], None
+    return frame.episodes, list(frame.alerts), frame.snapshot.time
+
+
 def _clock(t: datetime) -> str:
     return f"{t.astimezone():%Y-%m-%d %H:%M:%S}"
 
@@ -72,10 +78,9 @@ class AlertsScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, source: AlertsSource, jobs: JobSlowdownsSource | None = None) -> None:
+    def __init__(self, frame: Frame | None) -> None:
         super().__init__()
-        self.source = source
-        self.jobs_source = jobs
+        self.frame = frame
         self._slowdowns: tuple[Alert, ...] = ()
         self._shown: tuple[object, ...] | None = None
         self._episode_rows: list[ThrottleEpisode] = []  # row i of each table → its item
@@ -106,7 +111,7 @@ class AlertsScreen(Screen[None]):
         for label in ("SEVERITY", "GPU", "KIND", "SINCE", "MESSAGE"):
             act.add_column(label, key=label)
         ep.focus()
-        self.show(*self.source())
+        self.show(*alerts_of(self.frame))
 
     def on_resize(self) -> None:
         # Rebuilt on every frame while an episode is ongoing: keep the caches small.
@@ -114,13 +119,14 @@ class AlertsScreen(Screen[None]):
             bound_render_caches(table, table.size.height, len(table.columns))
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
-        self.show(*self.source())
+        if message.frame is not None:
+            self.frame = message.frame
+        self.show(*alerts_of(self.frame))
 
     def show(self, episodes: tuple[ThrottleEpisode, ...], alerts: list[Alert],
              now: datetime | None) -> None:
         """Fill both tables; rebuilt only when the content changed (durations tick)."""
-        if self.jobs_source is not None:
-            self._slowdowns = self.jobs_source()
+        self._slowdowns = self.frame.job_slowdowns if self.frame is not None else ()
         key = (episodes, tuple(alerts), now if any(e.ongoing for e in episodes) else None,
                self._slowdowns)
         if key == self._shown:

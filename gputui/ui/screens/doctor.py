@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
@@ -26,6 +26,9 @@ from gputui.doctor.model import Check, Report, Stage, Status, expected_text, val
 from gputui.doctor.run import Options, StageProgress, run_doctor
 from gputui.errors import GputuiError
 from gputui.safe_text import printable
+from gputui.telemetry.frame import Frame
+from gputui.telemetry.history import TickBuckets
+from gputui.telemetry.model import Snapshot
 from gputui.ui.messages import SnapshotShown
 from gputui.ui.widgets.gpu_panel import GpuFrame, GpuRow
 from gputui.ui.widgets.gpu_row import RowsHeader
@@ -87,8 +90,12 @@ class DoctorScreen(Screen[None]):
     ]
 
     def __init__(self, *, runner: Runner = run_doctor, options: Options | None = None,
-                 strict: bool = False) -> None:
+                 strict: bool = False, frame: Frame | None = None,
+                 history: TickBuckets | None = None, window_s: float = 300.0) -> None:
+        """`frame`, `history`, `window_s`: the monitor's latest frame and its sparklines'
+        history and window, for the live GPU rows (then each frame's, by message)."""
         super().__init__()
+        self._frame, self._history, self._window_s = frame, history, window_s
         self.runner = runner
         self.options = options or Options(quick=True, observe_s=TUI_OBSERVE_S)
         self.strict = strict
@@ -221,17 +228,17 @@ class DoctorScreen(Screen[None]):
     # --- live GPU rows ---------------------------------------------------------------------
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
+        self._history = message.history or self._history
+        self._window_s = message.window_s
         self._show_frame(message.frame, message.snapshot)
 
     def _show_latest_frame(self) -> None:
-        frame = getattr(self.app, "latest_frame", None)
-        if frame is not None:
-            self._show_frame(frame, frame.snapshot)
+        if self._frame is not None:
+            self._show_frame(self._frame, self._frame.snapshot)
 
-    def _show_frame(self, frame: Any, snap: Any) -> None:
+    def _show_frame(self, frame: Frame | None, snap: Snapshot) -> None:
         box = self.query_one("#doctor-gpus", Vertical)
-        history = getattr(self.app, "buckets", None)
-        seconds = float(getattr(self.app, "window_s", 300.0))
+        history, seconds = self._history, self._window_s
         ongoing = frame.ongoing if frame is not None else {}
         for g in snap.gpus:
             row = self._rows.get(g.index)
@@ -258,11 +265,3 @@ class DoctorScreen(Screen[None]):
         if self.running:
             self._cancel.set()
             self._verdict("stopping…", None)
-
-
-def toggle_doctor_screen(app: Any) -> None:
-    """The app's `d`: open the Doctor screen, or go back from it."""
-    if isinstance(app.screen, DoctorScreen):
-        app.screen.action_close()
-        return
-    app.push_screen(DoctorScreen())

@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from gputui.safe_text import printable
 from gputui.telemetry.model import GpuSample, Snapshot
-from gputui.ui.messages import SnapshotShown
+from gputui.ui.messages import DetailFieldsWanted, SnapshotShown
 from gputui.ui.widgets.footer import FittedFooter
 from gputui.ui.widgets.gpu_facts import FactsBox, sections
 from gputui.ui.widgets.mig_view import MigTable
@@ -88,17 +88,12 @@ class GpuDetailScreen(Screen[None]):
         yield table
 
     def on_mount(self) -> None:
-        self._link_rates(True)
+        # The fields only this screen shows are read only while it is open.
+        self.app.post_message(DetailFieldsWanted(True))
         self.show()
 
     def on_unmount(self) -> None:
-        self._link_rates(False)
-
-    def _link_rates(self, on: bool) -> None:
-        """The per-link NVLink rates are read only while a screen shows them."""
-        sampler = getattr(self.app, "sampler", None)
-        if sampler is not None:
-            sampler.want_link_rates(on)
+        self.app.post_message(DetailFieldsWanted(False))
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
         self.snapshot = message.snapshot

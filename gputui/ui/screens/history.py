@@ -109,9 +109,10 @@ class HistoryScreen(Screen[None]):
     ]
 
     def __init__(self, history: Any, gpu_index: int = 0, seconds: float = 5 * 60,
-                 kept_s: float | None = None) -> None:
+                 kept_s: float | None = None, snapshot: Snapshot | None = None) -> None:
         super().__init__()
         self.history = history
+        self.snapshot = snapshot  # the latest reading (then each frame's, by message)
         self.gpu_index = gpu_index
         # Only the windows the history reaches back to (it keeps a bounded number).
         self.windows = tuple(w for w in WINDOWS_S if kept_s is None or w <= kept_s * 1.01) \
@@ -143,7 +144,8 @@ class HistoryScreen(Screen[None]):
         self.set_class(width < 120 and height >= 44, "-narrow")
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
-        self.redraw(message.snapshot)
+        self.snapshot = message.snapshot
+        self.redraw()
 
     def _gpus(self, snap: Snapshot | None) -> list[GpuSample]:
         return list(snap.gpus) if snap is not None else []
@@ -154,19 +156,15 @@ class HistoryScreen(Screen[None]):
         self.redraw()
 
     def action_gpu(self, step: int) -> None:
-        indexes = [g.index for g in self._gpus(self._latest())]
+        indexes = [g.index for g in self._gpus(self.snapshot)]
         if not indexes:
             return
         pos = indexes.index(self.gpu_index) if self.gpu_index in indexes else 0
         self.gpu_index = indexes[(pos + step) % len(indexes)]
         self.redraw()
 
-    def _latest(self) -> Snapshot | None:
-        snap = getattr(self.app, "latest", None)
-        return snap if isinstance(snap, Snapshot) else None
-
-    def redraw(self, snap: Snapshot | None = None) -> None:
-        snap = snap or self._latest()
+    def redraw(self) -> None:
+        snap = self.snapshot
         g = next((x for x in self._gpus(snap) if x.index == self.gpu_index), None)
         name = printable(g.info.name) if g is not None else "no data"
         self.query_one("#history-title", Static).update(Text(

@@ -20,6 +20,7 @@ from gputui.telemetry.history import TickBuckets
 from gputui.telemetry.model import Snapshot
 from gputui.ui.layout import NARROW_COLUMNS, TALL_ROWS, WIDE_COLUMNS, layout_for
 from gputui.ui.memory import SETTLE_S, release_memory
+from gputui.ui.messages import MonitorReady
 from gputui.ui.widgets.footer import FittedFooter
 from gputui.ui.widgets.gpu_panel import GpuArea, GpuFrame, TextLine
 from gputui.ui.widgets.gpu_view import HISTORY_METRICS, metric_scale
@@ -64,9 +65,7 @@ class MonitorScreen(Screen[None]):
         self.procs = self.query_one(ProcessTable)
         self.jobs = self.query_one(JobsBox)
         self.procs.focus()
-        ready = getattr(self.app, "monitor_ready", None)
-        if ready is not None:
-            ready()
+        self.post_message(MonitorReady())  # bubbles to the app
 
     def on_resize(self, event: events.Resize) -> None:
         # The terminal changed size: panels or compact rows, and how many columns.

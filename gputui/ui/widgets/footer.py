@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 from textual.widget import Widget
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from gputui.ui.textual_adapter import FooterKey
 
 
 def key_width(key: FooterKey) -> int:

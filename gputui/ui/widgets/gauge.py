@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.segment import Segment
-from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.ui.widgets.partial import changed_runs
+from gputui.ui.widgets.partial import cells, repaint_changed
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
@@ -75,15 +74,10 @@ class Gauge(Widget):
             self.set_class(severity == "error", "-error")
             self.refresh()
             return
-        # Only the runs of cells that changed (ui/term_output.py writes just those): the
-        # CPU gauge's bar end and digits move every tick, its label and empty bar do not.
-        runs = changed_runs(old, new)
-        if runs is None:
-            self.refresh()
-            return
-        y = (self.size.height - 1) // 2
-        for start, end in runs:
-            self.refresh(Region(start, y, end - start, 1))
+        # Only the runs of cells that changed: the CPU gauge's bar end and digits move
+        # every tick, its label and empty bar do not.
+        repaint_changed(self, [cells([(old, None)])], [cells([(new, None)])],
+                        top=(self.size.height - 1) // 2)
 
     def _plain(self, fraction: float | None, value: str) -> str:
         """The characters render_line draws on the gauge's line."""

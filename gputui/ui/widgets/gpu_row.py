@@ -15,7 +15,6 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -32,7 +31,7 @@ from gputui.ui.widgets.gpu_view import (
     short_name,
     state,
 )
-from gputui.ui.widgets.partial import diff_runs
+from gputui.ui.widgets.partial import cells, repaint_changed
 from gputui.ui.widgets.sparkline import WindowLine, sparkline_rows
 
 GIB = 2**30
@@ -196,23 +195,6 @@ def _fit_clauses(words: str, room: int) -> str:
     return fitted[: max(0, room - 1)] + "…"
 
 
-def _changed_runs(old: tuple[Part, ...] | None,
-                  new: tuple[Part, ...]) -> list[tuple[int, int]] | None:
-    """[start, end) runs of cells that differ between two lines of (text, class) parts,
-    runs closer than a cursor move merged; None: repaint it all (nothing to compare
-    with, or wide characters)."""
-    if old is None:
-        return None
-    a = [(ch, cls) for text, cls in old for ch in text]
-    b = [(ch, cls) for text, cls in new for ch in text]
-    if any(cell_len(ch) != 1 for ch, _ in a) or any(cell_len(ch) != 1 for ch, _ in b):
-        return None
-    n = max(len(a), len(b))
-    a += [("", None)] * (n - len(a))
-    b += [("", None)] * (n - len(b))
-    return diff_runs(a, b, gap=6)
-
-
 class GpuRow(Widget):
     """One GPU in one or two lines, on the columns of `row_columns`."""
 
@@ -254,18 +236,11 @@ class GpuRow(Widget):
         if new == self._lines and width == self._lines_width:
             return
         old, self._lines, self._lines_width = self._lines, new, width
-        for y, line in enumerate(new):
-            prev = old[y] if y < len(old) else None
-            if prev == line:
-                continue
-            runs = _changed_runs(prev, line)
-            # Only the runs of changed cells: the app's writer (ui/term_output.py) sends
-            # each from its first changed segment to its end, not the whole row.
-            if runs is None:
-                self.refresh(Region(0, y, width, 1))
-            else:
-                self.refresh(*(Region(x0, y, min(x1, width) - x0, 1) for x0, x1 in runs
-                               if x0 < width))
+        if not old:  # nothing drawn to compare with
+            self.refresh()
+            return
+        repaint_changed(self, [cells(line) for line in old], [cells(line) for line in new],
+                        gap=6)
 
     def on_resize(self) -> None:
         self._lines = []

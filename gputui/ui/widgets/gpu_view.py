@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gputui.safe_text import printable
 from gputui.telemetry.gpm import LOW_SM_ACTIVE_PCT, verdict
@@ -13,8 +13,13 @@ from gputui.telemetry.model import DeviceInfo, GpuSample
 from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, state_words
 from gputui.telemetry.units import NA, fmt_duration, fmt_pct, gib
 
-if TYPE_CHECKING:
-    from gputui.ui.widgets.sparkline import HistoryLike
+
+class HistoryLike(Protocol):
+    """What a sparkline reads: bucketed values of one GPU's metric (the view's TickBuckets)."""
+
+    def buckets(self, gpu: int, metric: str, seconds: float, n: int,
+                now: float | None = None, agg: str = "max") -> list[float | None]: ...
+
 
 # History metrics drawn per GPU, in panel order: (metric, gauge label). SM active sits
 # beside GPU util: "utilization" counts time with any kernel, SM active how much of the

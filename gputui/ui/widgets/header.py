@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
@@ -9,12 +10,12 @@ from typing import ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.widget import Widget
 
 from gputui.safe_text import printable
 from gputui.telemetry.units import fmt_duration
-from gputui.ui.widgets.partial import changed_span
+from gputui.ui.widgets.partial import cells, repaint_changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,16 @@ def _interval(s: float) -> str:
     return f"{s:g}s"
 
 
+def _cells(text: Text) -> list[Hashable]:
+    """The text's cells: (character, style) each, the styles of its spans stacked."""
+    plain = text.plain
+    styles: list[Hashable] = [text.style] * len(plain)
+    for span in text.spans:
+        for i in range(max(0, span.start), min(len(plain), span.end)):
+            styles[i] = (styles[i], span.style)
+    return cells(zip(plain, styles, strict=True))
+
+
 class _Part(Widget):
     """One side of the header; its own widget, and it repaints only the cells that
     changed: the clock's tick rewrites a digit or two, not the line (what an SSH link
@@ -58,15 +69,11 @@ class _Part(Widget):
         if text == self.text:
             return
         grew = text.cell_len != self.text.cell_len
-        span = None if grew else changed_span(self.text, text)
-        self.text = text
-        if span is not None:
-            start, end = span
-            if end > start:
-                self.refresh(Region(start, 0, end - start, 1))
-            return
-        # Only the auto-width right side needs a layout pass, and only when it resized.
-        self.refresh(layout=grew and self.has_class("-right"))
+        old, self.text = self.text, text
+        if grew:  # only the auto-width right side needs a layout pass
+            self.refresh(layout=self.has_class("-right"))
+        else:
+            repaint_changed(self, [_cells(old)], [_cells(text)])
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return self.text.cell_len

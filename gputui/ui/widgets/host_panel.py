@@ -7,7 +7,7 @@ import math
 from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -16,7 +16,7 @@ from gputui.telemetry.model import HostSample
 from gputui.telemetry.units import gib
 from gputui.ui.widgets.gauge import Gauge, bar_text
 from gputui.ui.widgets.gpu_panel import TextLine
-from gputui.ui.widgets.partial import changed_lines, changed_runs
+from gputui.ui.widgets.partial import cells, repaint_changed
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 LABEL = "CORE "
@@ -106,23 +106,14 @@ class CoreBars(Widget):
         lines = self._render_lines(self.size.width)
         if lines != self._lines:
             grew = len(lines) != len(self._lines)
-            rows = changed_lines(self._lines, lines)
             old, self._lines = self._lines, lines
             if grew:
                 self.refresh(layout=True)
                 return
             # Only the changed cells of the rows whose cores moved: with a segment per
             # grid cell (render_line), the terminal gets those cells, not the row.
-            width = self.size.width
-            regions = []
-            for y in rows:
-                runs = changed_runs(old[y], lines[y]) \
-                    if y < len(old) and y < len(lines) else None
-                for start, end in runs if runs is not None else [(0, width)]:
-                    if min(end, width) > start:
-                        regions.append(Region(start, y, min(end, width) - start, 1))
-            if regions:
-                self.refresh(*regions)
+            repaint_changed(self, [cells([(line, None)]) for line in old],
+                            [cells([(line, None)]) for line in lines])
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._render_lines(width))
@@ -135,7 +126,7 @@ class CoreBars(Widget):
         text = (self._lines[y] if y < len(self._lines) else "")[:width].ljust(width)
         style = self.rich_style
         # A segment per grid cell ("NN ██░░  45%"), so a partial update starts at the
-        # core that changed (gputui.ui.term_output writes from a segment's start).
+        # core that changed (Textual writes from the start of a dirty cell's segment).
         shape = self._grid_shape(width)
         step = shape[2] + GRID_GAP if shape is not None else 0
         if not step:

@@ -1,81 +1,51 @@
-"""Repaint only the cells that changed: what a one-line widget hands `refresh(Region)`.
+"""Repaint only the cells that changed: the one way gputui's widgets skip repaints.
 
-Textual sends the terminal only the regions marked dirty; a widget that calls plain
-`refresh()` has every cell of it rewritten even when one digit of a clock moved. Over
-SSH at 1 Hz that is most of what a monitor writes.
+Textual sends the terminal only the regions marked dirty, from the start of the
+segment holding a region's first cell; a widget that calls plain `refresh()` has
+every cell of it rewritten even when one digit of a clock moved. Over SSH at 1 Hz
+that is most of what a monitor writes. A widget that draws lines of cells keeps the
+cells it last drew and hands `repaint_changed` the new ones: each line's runs of
+changed cells are refreshed, nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from rich.cells import cell_len
-from rich.text import Text
+from textual.geometry import Region
+from textual.widget import Widget
 
-
-def _cells(text: Text) -> list[tuple[str, object]] | None:
-    """(character, style) per cell; None where a wide character makes cells and
-    characters disagree (the caller then repaints the whole line)."""
-    plain = text.plain
-    if cell_len(plain) != len(plain):
-        return None
-    styles: list[object] = [text.style] * len(plain)
-    for span in text.spans:
-        for i in range(max(0, span.start), min(len(plain), span.end)):
-            styles[i] = (styles[i], span.style)
-    return list(zip(plain, styles, strict=True))
-
-
-def changed_span(old: Text, new: Text) -> tuple[int, int] | None:
-    """[start, end) of the cells that differ between two one-line texts; (0, 0) when
-    they draw the same; None when it cannot be told cell by cell (repaint it all)."""
-    a, b = _cells(old), _cells(new)
-    if a is None or b is None:
-        return None
-    n = max(len(a), len(b))
-    blank = ("", None)
-    a += [blank] * (n - len(a))
-    b += [blank] * (n - len(b))
-    start = next((i for i in range(n) if a[i] != b[i]), n)
-    if start == n:
-        return 0, 0
-    end = next(i for i in range(n - 1, start - 1, -1) if a[i] != b[i]) + 1
-    return start, end
-
-
-def changed_lines(old: list[str], new: list[str]) -> list[int]:
-    """Rows whose text differs (rows past the shorter list count as changed)."""
-    n = max(len(old), len(new))
-    return [y for y in range(n) if (old[y] if y < len(old) else None)
-            != (new[y] if y < len(new) else None)]
-
+Cells = Sequence[Hashable]  # one item per terminal cell
 
 # A cursor move ("ESC[yy;xxxH") costs about 8 bytes: a gap of unchanged cells shorter
 # than that is cheaper to rewrite than to jump over.
 MOVE_BYTES = 8
 
 
-def changed_runs(old: str, new: str, gap: int = MOVE_BYTES) -> list[tuple[int, int]] | None:
-    """[start, end) runs of the characters that differ between two plain lines of one
-    style layout, runs closer than `gap` merged; None when the lengths differ or a wide
-    character makes cells and characters disagree (the caller repaints it all)."""
-    if len(old) != len(new) or cell_len(old) != len(old) or cell_len(new) != len(new):
-        return None
-    return diff_runs(old, new, gap)
+def cells(parts: Iterable[tuple[str, Hashable]]) -> list[Hashable]:
+    """One (character, style) item per cell of `(text, style)` parts; a wide character
+    takes two cells, the second marked ("", style)."""
+    out: list[Hashable] = []
+    for text, style in parts:
+        for ch in text:
+            out.append((ch, style))
+            if cell_len(ch) == 2:
+                out.append(("", style))
+    return out
 
 
-def diff_runs(old: Sequence[object], new: Sequence[object],
-              gap: int = MOVE_BYTES) -> list[tuple[int, int]]:
-    """[start, end) runs where two equal-length sequences (one item per cell) differ,
-    runs closer than `gap` merged."""
+def changed_runs(old: Cells, new: Cells, gap: int = MOVE_BYTES) -> list[tuple[int, int]]:
+    """[start, end) runs of the cells that differ between two lines, runs closer than
+    `gap` merged; a line shorter than the other differs in every cell past its end."""
     runs: list[tuple[int, int]] = []
-    i, n = 0, len(new)
+    i, n = 0, max(len(old), len(new))
     while i < n:
-        if old[i] == new[i]:
+        if i < len(old) and i < len(new) and old[i] == new[i]:
             i += 1
             continue
         j = i
-        while j < n and old[j] != new[j]:
+        while j < n and not (j < len(old) and j < len(new) and old[j] == new[j]):
             j += 1
         if runs and i - runs[-1][1] < gap:
             runs[-1] = (runs[-1][0], j)
@@ -83,3 +53,21 @@ def diff_runs(old: Sequence[object], new: Sequence[object],
             runs.append((i, j))
         i = j
     return runs
+
+
+def repaint_changed(widget: Widget, old: Sequence[Cells], new: Sequence[Cells], *,
+                    top: int = 0, gap: int = MOVE_BYTES) -> None:
+    """Refresh the runs of cells that differ between the lines `widget` drew (`old`)
+    and the ones it will draw (`new`), line `y` of them on the widget's row `top + y`."""
+    width = widget.size.width
+    regions = []
+    for y in range(max(len(old), len(new))):
+        a = old[y] if y < len(old) else ()
+        b = new[y] if y < len(new) else ()
+        if a == b:
+            continue
+        for start, end in changed_runs(a, b, gap):
+            if min(end, width) > start:
+                regions.append(Region(start, top + y, min(end, width) - start, 1))
+    if regions:
+        widget.refresh(*regions)

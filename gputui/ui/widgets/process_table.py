@@ -31,7 +31,7 @@ from textual.widgets.data_table import RowDoesNotExist, RowKey
 from gputui.safe_text import printable
 from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.units import NA, fmt_bytes, fmt_duration
-from gputui.ui.widgets.table_cache import bound_render_caches
+from gputui.ui.textual_adapter import bound_render_caches
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +195,9 @@ class ProcessTable(DataTable[Cell]):
                 changed = True
         if not changed:
             return
-        # DataTable's caches are keyed by its update counter, not by widths: clear them.
-        self._clear_caches()
+        # DataTable's caches are keyed by its update counter, not by widths: its public
+        # style-change hook clears them.
+        self.notify_style_update()
         self.virtual_size = Size(sum(c.get_render_width(self) for c in self.columns.values()),
                                  self.virtual_size.height)
         self.refresh()

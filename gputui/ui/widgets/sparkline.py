@@ -9,20 +9,14 @@ is one segment with one style, which keeps what is written over SSH small.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.ui.widgets.gpu_view import ago_text
+from gputui.ui.widgets.gpu_view import HistoryLike, ago_text
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
-
-
-class HistoryLike(Protocol):
-    def buckets(self, gpu: int, metric: str, seconds: float, n: int,
-                now: float | None = None, agg: str = "max") -> list[float | None]: ...
 
 
 def sparkline_rows(values: Sequence[float | None], vmax: float | None,

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Time to the first frame: `gputui` and nvitop started in tmux, alternately, against the
+same fake GPUs (tests/fakenvml, 4 GPUs by default) in a 120×40 pane; each run is timed
+from exec'ing the program (a gated tmux pane: the clock starts when the program does)
+until `capture-pane` shows the first GPU line (the GPU's name). Median of `--rounds`.
+
+    python benchmarks/first_frame.py [--rounds 5] [--gpus 4] [--size 120x40]
+                                     [--compare PATH] [--json]
+
+`--compare PATH` adds another gputui source tree (before/after figures), run with this
+interpreter. nvitop is taken from build/tui-perf-nvitop/ as benchmarks/tui_perf.py sets
+it up. Needs tmux and gcc. Not a test: the numbers depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for path in (ROOT, ROOT / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from tui_perf import Program, SetupError, gputui_program, nvitop_program  # noqa: E402
+
+from tests.e2e.tmux import TmuxSession, tmux_available  # noqa: E402
+from tests.fakenvml.harness import build_library, write_scenario  # noqa: E402
+
+GPU_LINE = "A100"  # the fake's default GPU: "NVIDIA A100-SXM4-80GB"
+
+
+def first_frame_s(program: Program, scenario: Path, width: int, height: int) -> float:
+    lib = build_library()
+    with tempfile.TemporaryDirectory(prefix="gputui-first-frame-") as tmp_name:
+        tmp = Path(tmp_name)
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHONPATH"))}
+        for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+            base[var] = str(tmp / var.lower())
+        env = lib.env(scenario, base=base)
+        env.update(dict(program.env))
+        with TmuxSession(list(program.command), env=env, width=width, height=height,
+                         name="first-frame", gated=True) as s:
+            s.release()
+            t0 = time.monotonic()
+            s.wait_for(GPU_LINE, timeout=60, interval=0.01)
+            return time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5, help="runs of each program (5)")
+    ap.add_argument("--gpus", type=int, default=4, help="fake GPUs (4)")
+    ap.add_argument("--size", default="120x40", help="pane size, WIDTHxHEIGHT (120x40)")
+    ap.add_argument("--compare", metavar="PATH", help="another gputui source tree")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args(argv)
+    try:
+        width, height = (int(x) for x in args.size.lower().split("x"))
+    except ValueError:
+        print(f"gputui: --size must be WIDTHxHEIGHT, not {args.size!r}", file=sys.stderr)
+        return 2
+    if args.rounds < 1 or args.gpus < 1:
+        print("gputui: --rounds and --gpus must be at least 1", file=sys.stderr)
+        return 2
+    if not tmux_available():
+        print("gputui: first_frame needs tmux", file=sys.stderr)
+        return 1
+    try:
+        programs = [gputui_program(1.0), nvitop_program(1.0)]
+        if args.compare:
+            programs.insert(1, gputui_program(1.0, Path(args.compare)))
+    except SetupError as exc:
+        print(f"gputui: {exc}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="gputui-first-frame-") as tmp:
+        scenario = write_scenario(Path(tmp) / "gpus.conf", {"device_count": args.gpus})
+        times: dict[str, list[float]] = {p.label: [] for p in programs}
+        for _ in range(args.rounds):
+            for program in programs:  # alternately: load drifts hit every program alike
+                times[program.label].append(first_frame_s(program, scenario, width, height))
+    medians = {label: statistics.median(ts) for label, ts in times.items()}
+    if args.json:
+        print(json.dumps({"size": args.size, "gpus": args.gpus, "rounds": args.rounds,
+                          "median_s": medians, "runs_s": times}, indent=2))
+        return 0
+    for label, ts in times.items():
+        runs = " ".join(f"{t:.3f}" for t in ts)
+        print(f"{label:<24} median {medians[label]:.3f} s   runs {runs}")
+    print(f"({args.gpus} fake GPUs, {width}x{height}, until the first GPU line is on screen; "
+          f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

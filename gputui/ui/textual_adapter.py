@@ -1,0 +1,81 @@
+"""The one place gputui touches what is not Textual's public API.
+
+Why: Textual's DataTable keys its render caches on an update counter that moves on
+every change, so entries from earlier updates are never hit again; they only leave
+when the LRU is full — 10,000 cells and 1,000 rows and lines. A live table (the
+processes, updated every few seconds; and every resize renders at new widths) therefore
+grew for many minutes and kept what a resize storm left: about 20 MB in a long monitor
+run. `bound_render_caches` caps them at two screens' worth (the frame shown and the one
+being drawn) by setting the LRU caches' `maxsize`.
+
+Those caches are private attributes of `textual.widgets.DataTable`. This module is
+tested with the Textual versions in TESTED_VERSIONS (pyproject.toml bounds the
+dependency to them); on any other version, or where the attributes are gone, the cap is
+not applied: the table works as Textual made it, with Textual's cache sizes.
+
+`FooterKey` (the footer's key widget, which textual.widgets does not export) is
+re-exported from here for the footer that shows whole keys only (widgets/footer.py): it
+measures and leaves out Footer's children, which are FooterKeys.
+
+Nothing here patches Textual or Rich: it sets sizes on one table's own caches.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey
+
+__all__ = ["FooterKey", "bound_render_caches", "render_cache_sizes", "supported"]
+
+# (major, minor) releases of Textual this module is tested with.
+TESTED_VERSIONS = frozenset({(8, 2)})
+GENERATIONS = 2
+MIN_ROWS = 8
+_CACHES = ("_cell_render_cache", "_row_render_cache", "_row_renderable_cache", "_line_cache")
+
+
+@cache
+def textual_version() -> tuple[int, int] | None:
+    """Textual's (major, minor), or None when it cannot be told."""
+    from importlib.metadata import PackageNotFoundError, version  # when first needed
+
+    try:
+        major, minor = version("textual").split(".")[:2]
+        return int(major), int(minor)
+    except (PackageNotFoundError, ValueError):
+        return None
+
+
+def supported() -> bool:
+    """This Textual is one the adapter is tested with (read once, when first needed)."""
+    return textual_version() in TESTED_VERSIONS
+
+
+def bound_render_caches(table: DataTable[object], rows: int, columns: int) -> bool:
+    """Cap `table`'s render caches at what `rows` × `columns` on screen need; False
+    (nothing done) on a Textual this is not tested with."""
+    if not supported():
+        return False
+    rows = max(MIN_ROWS, rows)
+    sizes = {
+        "_cell_render_cache": GENERATIONS * rows * max(1, columns),
+        "_row_render_cache": GENERATIONS * rows,
+        "_row_renderable_cache": GENERATIONS * rows,
+        "_line_cache": GENERATIONS * rows,
+    }
+    for name, size in sizes.items():
+        cache = getattr(table, name, None)
+        if cache is None or not hasattr(cache, "maxsize") or cache.maxsize == size:
+            continue
+        if len(cache) > size:
+            cache.clear()  # entries of older updates: never hit again
+        cache.maxsize = size
+    return True
+
+
+def render_cache_sizes(table: DataTable[object]) -> dict[str, int]:
+    """How many entries each render cache holds now (for tests and the soak benchmark)."""
+    return {name: len(getattr(table, name)) for name in _CACHES
+            if getattr(table, name, None) is not None}
