@@ -17,7 +17,8 @@ PKG = Path(__file__).resolve().parents[2] / "gputui"
 # gputui/ is parent side (CLI, runner, queue, TUI) and must load without torch.
 BENCH_WORKER_SIDE = {"worker.py", "pipe.py", "cancel.py", "failures.py", "environment.py",
                      "context.py", "measure.py", "timing.py", "workloads.py", "energy.py",
-                     "memory.py", "distributed.py", "profiling.py", "gpu_window.py"}
+                     "memory.py", "distributed.py", "profiling.py", "gpu_window.py",
+                     "lm_models.py"}
 BENCH_WORKER_DIRS = {"kinds"}
 
 
