@@ -37,6 +37,19 @@ def lm_forward_per_token(s: LMShape) -> float:
     return lm_train_per_token(s) / 3
 
 
+RNN_FORMULA = ("2·g·(h·h + h·h)·layers + 2·h·V per token forward (g gates: 4 LSTM, 3 GRU), "
+               "×3 for training")
+
+
+def rnn_per_token(kind: str, hidden: int, layers: int, vocab: int, train: bool) -> float:
+    """Embedding → LSTM/GRU → vocabulary projection: its matmuls per token (bias adds and
+    gate nonlinearities are not counted, as in 6N). cuDNN's fused RNN hides these from
+    torch's counter, so the analytic figure is the one used."""
+    gates = 4 if kind == "lstm" else 3
+    fwd = 2.0 * gates * (hidden * hidden + hidden * hidden) * layers + 2.0 * hidden * vocab
+    return 3 * fwd if train else fwd
+
+
 def attention_flops(batch: int, seq_len: int, heads: int, head_dim: int, causal: bool,
                     backward: bool) -> float:
     """FlashAttention's count: 4·b·s²·h·d forward (halved when causal); fwd+bwd is 3.5×."""
