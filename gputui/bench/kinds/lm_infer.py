@@ -131,6 +131,13 @@ def summarize(ctx: Ctx, g: Generator, gaps: list[list[float]],
         kv_cache_bytes=g.kv_cache_bytes, peak_bytes_per_s=peak_bps, decode=g.decode_text)
 
 
+def peak_bytes_per_s(ctx: Ctx) -> float | None:
+    """The device's peak memory bandwidth in bytes/s from the peak table; None on a CPU
+    or a GPU without a row (an estimated row has no bandwidth: the bus is unknown)."""
+    row, _ = peak_row(ctx)
+    return row.mem_bw_gbps * 1e9 if row is not None and row.mem_bw_gbps else None
+
+
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -148,8 +155,7 @@ def run_lm_infer(ctx: Ctx) -> None:
     dtype = model_dtype(spec["precision"])
     ctx.checkpoint()
     model = build(shape, dev, dtype, seed=int(spec["seed"])).eval()
-    row, source = peak_row(ctx)
-    peak_bps = row.mem_bw_gbps * 1e9 if row is not None and row.mem_bw_gbps else None
+    peak_bps = peak_bytes_per_s(ctx)
     res.settings["params"] = {**res.settings.get("params", {}), **shape.to_dict()}
     res.settings.pop("mode", None)
     res.settings.update({
@@ -157,7 +163,7 @@ def run_lm_infer(ctx: Ctx) -> None:
         "kv_cache": "static, pre-allocated for prompt + new tokens; attention over its "
                     "full length with a causal mask",
         "prompt": "random tokens, made on the device before timing",
-        "timing": ("CUDA events at every token boundary, one sync per request"
+        "token_timing": ("CUDA events at every token boundary, one sync per request"
                    if dev.type == "cuda" else "host clock at every token boundary"),
         "sync": "at the end of each request (a request is done when its last token is)",
         "headline": "generated tokens of whole requests (prefill included) / seconds"})
@@ -210,7 +216,7 @@ def run_lm_infer(ctx: Ctx) -> None:
     res.peak_memory_bytes = peak_mem
     if spec["sweep"]:
         res.extra["headline_point"] = f"batch {b}"
-    if source == "estimated":
+    if peak_bps is None and dev.type == "cuda":
         res.extra["peak_bandwidth"] = "none: the peak table has no row for this GPU"
     if loop.stopped_early:
         res.status = "cancelled"
