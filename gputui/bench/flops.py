@@ -25,7 +25,7 @@ from gputui.bench.lm_shapes import LMShape, n_params_for_flops
 Method = Literal["analytic", "counted"]
 
 GPT_TRAIN_FORMULA = "6N + 12·L·d·T per token (N without position embeddings; no causal discount)"
-GPT_FORWARD_FORMULA = "(6N + 12·L·d·T) / 3 per token: the forward third of the training count"
+GPT_FORWARD_FORMULA = "(6N + 12·L·d·T) / 3 per generated token, T = prompt + new tokens"
 
 
 def lm_train_per_token(s: LMShape) -> int:

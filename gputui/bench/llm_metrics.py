@@ -126,14 +126,3 @@ def summarize(token_ms: Sequence[Sequence[float]], *, batch_size: int, prompt_to
         kv_cache_bytes=kv_cache_bytes, weight_bytes=weight_bytes, decode_bytes_per_s=bw,
         peak_bytes_per_s=peak_bytes_per_s, mbu=mbu, decode=decode)
 
-
-def percentiles_text(s: Spread | None) -> str:
-    """"p50 1.2  p90 1.5  p99 1.9  mean 1.3 ms" with the few-values mark; "" without."""
-    if s is None:
-        return ""
-    from gputui.bench.stats import percentile_note
-
-    parts = [f"{k} {v:.3g}" for k, v in (("p50", s.p50), ("p90", s.p90), ("p99", s.p99),
-                                          ("mean", s.mean)) if v is not None]
-    note = percentile_note(s.n)
-    return "  ".join(parts) + " ms" + (f" ({note})" if note else "")

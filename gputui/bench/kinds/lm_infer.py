@@ -222,5 +222,4 @@ def run_lm_infer(ctx: Ctx) -> None:
         res.status = "cancelled"
     # Forward-only: a third of the training count, at the context the cache spans.
     attach(ctx, flops.lm_forward_per_token(shape.with_seq_len(prompt + new)), "analytic",
-           formula=flops.GPT_FORWARD_FORMULA + " (T = prompt + new tokens; per generated "
-           "token)")
+           formula=flops.GPT_FORWARD_FORMULA)
