@@ -196,6 +196,7 @@ def run_lm_infer(ctx: Ctx) -> None:
             ctx.add_point(events.Point(
                 label=f"batch {b}", batch_size=b, throughput=tp.value, unit=ctx.bench.unit,
                 extra={"tpot_ms_p50": llm.tpot_ms.p50 if llm.tpot_ms else None,
+                       "tpot_ms_p90": llm.tpot_ms.p90 if llm.tpot_ms else None,
                        "ttft_ms_p50": llm.ttft_ms.p50 if llm.ttft_ms else None,
                        "decode_tokens_per_s": llm.decode_tokens_per_s, "mbu": llm.mbu,
                        "requests": llm.requests,
