@@ -55,4 +55,4 @@ async def test_80x24_keeps_the_settings_and_the_headline_in_sight() -> None:
         assert "THROUGHPUT" in text  # the results table's headline column
         await type_into(pilot, screen, "f-prompt-len", "9")  # the form scrolls to its field
         await pilot.pause()
-        assert "prompt tokens" in screen_text(app)
+        assert "prompt len  9" in screen_text(app)

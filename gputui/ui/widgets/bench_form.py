@@ -98,7 +98,7 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
 # A benchmark's own whole-number parameters (Input id, params key, label), enabled for the
 # benchmarks whose catalog defaults name the key.
 PARAM_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("f-prompt-len", "prompt_len", "prompt tokens"),
+    ("f-prompt-len", "prompt_len", "prompt len"),
     ("f-new-tokens", "new_tokens", "new tokens"),
 )
 EXTRA_INT_FIELDS: tuple[tuple[str, str, str], ...] = (
