@@ -222,7 +222,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 # FlashAttention's benchmark: 16k tokens per batch, hidden 2,048, head dim 64
                 # and 128 (head_dim unset), sequence 512 … 16k; time-bounded points.
                 cuda={"precision": "bf16", "tokens": 16384, "hidden": 2048, "min_seq": 512,
-                      "max_seq": 16384, "duration_s": 1.0, "warmup": 5},
+                      "max_seq": 16384, "duration_s": 2.0, "warmup": 5},
             ),
             _b(
                 name="matmul",

@@ -270,7 +270,7 @@ def build(s: LMShape, device: torch.device, dtype: torch.dtype = torch.float32,
     torch.manual_seed(seed)
     model.init_weights()
     if isinstance(model, Llama):
-        model.rope = rope_tables(s.seq_len, s.head_dim, device=device)
+        _buffer(model, "rope", rope_tables(s.seq_len, s.head_dim, device=device))
     return model
 
 
@@ -284,8 +284,17 @@ def setup_cache(model: GPT | Llama, batch: int, max_seq: int) -> int:
         cache = KVCache(batch, s.n_head, max_seq, s.head_dim, p.dtype, p.device)
         layer.cache = cache
         total += cache.nbytes
-    model.mask = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool, device=p.device))
+    _buffer(model, "mask",
+            torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool, device=p.device)))
     return total
+
+
+def _buffer(model: nn.Module, name: str, value: torch.Tensor) -> None:
+    """Set a non-persistent buffer made after construction: a buffer (not a plain tensor
+    attribute) is what torch.compile and CUDA graphs treat as the module's own state."""
+    model.__dict__.pop(name, None)
+    model._buffers.pop(name, None)
+    model.register_buffer(name, value, persistent=False)
 
 
 def weight_bytes(model: nn.Module) -> int:
