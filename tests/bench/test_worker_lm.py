@@ -71,3 +71,15 @@ def test_attention_points_name_their_backend() -> None:
     p = points[1]
     assert (p["batch_size"], p["heads"], p["seq_len"], p["head_dim"]) == (2, 2, 32, 16)
     assert p["flops_per_step"] == flops.attention_flops(2, 32, 2, 16, False, True)
+
+
+def test_lm_infer_sweep_points_carry_tpot_and_the_best_is_the_headline() -> None:
+    doc = check_ok(run_worker({"benchmark": "lm-infer", **CPU, "model": "gpt-tiny",
+                               "sweep": True, "steps": 2, "warmup": 0,
+                               "params": {"prompt_len": 4, "new_tokens": 3}}))
+    points = doc["points"]
+    assert [p["batch_size"] for p in points] == [1, 2, 4]  # the CPU sweep's sizes
+    assert all(p["tpot_ms_p90"] > 0 and p["requests"] == 2 for p in points)
+    best = max(points, key=lambda p: p["throughput"])
+    assert doc["batch_size"] == best["batch_size"] == doc["llm"]["batch_size"]
+    assert doc["throughput"]["value"] == best["throughput"]

@@ -97,8 +97,10 @@ class Generator:
 
 
 def run_requests(ctx: Ctx, g: Generator, warmup: int, steps: int | None,
-                 duration_s: float | None) -> tuple[Any, list[list[float]]]:
-    """Warm-up requests, then the timed ones; (loop stats, token gaps per request)."""
+                 duration_s: float | None, timed_start: Callable[[], None] = lambda: None,
+                 ) -> tuple[Any, list[list[float]]]:
+    """Warm-up requests, then the timed ones (`timed_start()` between them); (loop stats,
+    token gaps per request)."""
     from gputui.bench.timing import StepClock, latency_loop, sync
 
     for i in range(warmup):
@@ -106,6 +108,8 @@ def run_requests(ctx: Ctx, g: Generator, warmup: int, steps: int | None,
         g.request(lambda: None)
         ctx.emit(events.Warmup(i + 1, warmup))
     sync(ctx.device)
+    reset_peak(ctx.device)
+    timed_start()
     gaps: list[list[float]] = []
 
     def one(_: int) -> None:
@@ -129,6 +133,12 @@ def summarize(ctx: Ctx, g: Generator, gaps: list[list[float]],
         gaps, batch_size=g.batch, prompt_tokens=g.prompt, new_tokens=g.new,
         weight_bytes=weight_bytes(g.model), kv_read_bytes=g.kv_cache_bytes,
         kv_cache_bytes=g.kv_cache_bytes, peak_bytes_per_s=peak_bps, decode=g.decode_text)
+
+
+def drop_cache(model: Any) -> None:
+    """Detach the KV cache from the model's attention layers, so its memory can go."""
+    for layer in model.attention_layers():
+        layer.cache = None
 
 
 def peak_bytes_per_s(ctx: Ctx) -> float | None:
@@ -174,22 +184,28 @@ def run_lm_infer(ctx: Ctx) -> None:
             batches.append(batches[-1] * 2)
     best: tuple[float, Any, Any] | None = None
     meter = energy_meter(ctx)
+    generated, stopped = 0, False
     for b in batches:
+        if b != batches[0] and ctx.cancel.is_set():
+            stopped = True
+            break
         ctx.checkpoint()
         ctx.current_batch = b
+        drop_cache(model)  # the previous point's cache goes before this one is made
         try:
             g = Generator(model, shape, b, prompt, new, ctx)
-            reset_peak(dev)
-            if b == batches[0]:
-                meter.start()
             loop, gaps = run_requests(ctx, g, max(int(spec["warmup"]), 1 if g.compiled else 0),
-                                      spec.get("steps"), spec.get("duration_s"))
+                                      spec.get("steps"), spec.get("duration_s"),
+                                      meter.start if b == batches[0] else lambda: None)
         except Exception as exc:
             if not spec["sweep"] or b == batches[0] or not _is_oom(exc):
                 raise
             res.extra["sweep_stopped"] = f"batch {b}: out of memory"
+            g = None
+            drop_cache(model)
             free_memory(dev)
             break
+        generated += loop.samples
         llm = summarize(ctx, g, gaps, peak_bps)
         tp = stats.headline(loop.samples, loop.wall_s, loop.window_rates, ctx.bench.unit)
         if spec["sweep"]:
@@ -205,10 +221,13 @@ def run_lm_infer(ctx: Ctx) -> None:
             best = (tp.value or 0.0, (loop, tp, llm, b), peak_memory(dev))
         del g
         if loop.stopped_early:
+            stopped = True
             break
+    # Energy per generated token from the first timed request on (a sweep's later points'
+    # set-up and warm-up included: the meter runs across them).
+    record_energy(res, meter.stop(generated))
     assert best is not None
     _, (loop, tp, llm, b), peak_mem = best
-    record_energy(res, meter.stop(loop.samples))
     res.batch_size = b
     res.settings["batch_size"] = b
     res.throughput = tp
@@ -219,7 +238,7 @@ def run_lm_infer(ctx: Ctx) -> None:
         res.extra["headline_point"] = f"batch {b}"
     if peak_bps is None and dev.type == "cuda":
         res.extra["peak_bandwidth"] = "none: the peak table has no row for this GPU"
-    if loop.stopped_early:
+    if stopped:
         res.status = "cancelled"
     # Forward-only: a third of the training count, at the context the cache spans.
     attach(ctx, flops.lm_forward_per_token(shape.with_seq_len(prompt + new)), "analytic",
