@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
     "batch-finder": "batch_finder", "train-to-accuracy": "train_to_accuracy",
     "matmul": "matmul", "membw": "membw",
     "p2p": "interconnect", "allreduce": "interconnect",
+    "lm-train": "lm_train", "lm-infer": "lm_infer", "attention": "attention",
 }
 
 
