@@ -56,3 +56,38 @@ async def test_80x24_keeps_the_settings_and_the_headline_in_sight() -> None:
         await type_into(pilot, screen, "f-prompt-len", "9")  # the form scrolls to its field
         await pilot.pause()
         assert "prompt len  9" in screen_text(app)
+
+
+async def test_live_lm_train_shows_model_tflops_for_the_model_the_worker_picked() -> None:
+    from datetime import timedelta
+
+    from gputui.bench import events
+    from gputui.bench.attribution import ThroughputPoint
+    from gputui.bench.fmt import fmt_num
+    from gputui.bench.lm_shapes import shape_of
+    from gputui.ui.bench_messages import RunEvent
+    from gputui.ui.bench_session import LiveRun, Planned, bench_session, request_label
+    from tests.ui.bench_helpers import SIZE
+    from tests.ui.helpers import T0
+
+    # As the form sends it: no model, the device picks one (gpt-tiny on the CPU).
+    request = parse_form("lm-train", {"precision": "auto", "device": "cpu"})
+    assert request.model is None
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_bench(pilot)
+        bench_session(app).lives["fed"] = LiveRun(
+            Planned(request, request_label(request), id="fed"), started_wall=T0)
+        ran = {**request.to_dict(), "model": "gpt-tiny", "precision": "fp32"}
+        app.post_message(RunEvent("fed", events.Started(pid=1, benchmark="lm-train", spec=ran,
+                                                        env={"device": "cpu"}), None))
+        rate = 200_000.0
+        progress = events.Progress(step=1, of=None, elapsed_s=0.5, duration_s=None,
+                                   throughput=rate, unit="tokens/s", window_s=0.5,
+                                   samples=100_000)
+        app.post_message(RunEvent("fed", progress,
+                                  ThroughputPoint(T0 + timedelta(seconds=0.5), 0.5, rate)))
+        await pilot.pause()
+        await pilot.pause()
+        tflops = flops.lm_train_per_token(shape_of("gpt-tiny", None)) * rate / 1e12
+        assert f"model FLOPs: ≈ {fmt_num(tflops)} TFLOP/s" in screen_text(app)

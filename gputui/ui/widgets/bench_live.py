@@ -84,7 +84,7 @@ def live_flops_lines(live: LiveRun) -> list[str]:
     from gputui.bench import flops
     from gputui.bench.lm_shapes import SHAPES, shape_of
 
-    model = request.model or ""
+    model = live.model or request.model or ""
     if model not in SHAPES:
         return []
     rate = live.points[-1].throughput

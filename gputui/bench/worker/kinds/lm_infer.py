@@ -23,6 +23,7 @@ from typing import Any
 from gputui.bench import events, flops, llm_metrics, stats
 from gputui.bench.lm_shapes import LMShape, shape_of
 from gputui.bench.worker.context import Ctx
+from gputui.bench.worker.failures import is_oom
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.kinds.flop_count import attach
 from gputui.bench.worker.measure import (
@@ -148,12 +149,6 @@ def peak_bytes_per_s(ctx: Ctx) -> float | None:
     return row.mem_bw_gbps * 1e9 if row is not None and row.mem_bw_gbps else None
 
 
-def _is_oom(exc: BaseException) -> bool:
-    import torch
-
-    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc)
-
-
 @register("lm-infer")
 def run_lm_infer(ctx: Ctx) -> None:
     from gputui.bench.worker.lm_models import build
@@ -198,7 +193,7 @@ def run_lm_infer(ctx: Ctx) -> None:
                                       req.steps, req.duration_s,
                                       meter.start if b == batches[0] else lambda: None)
         except Exception as exc:
-            if not req.sweep or b == batches[0] or not _is_oom(exc):
+            if not req.sweep or b == batches[0] or not is_oom(exc):
                 raise
             res.extra["sweep_stopped"] = f"batch {b}: out of memory"
             g = None
