@@ -83,3 +83,11 @@ def test_lm_infer_sweep_points_carry_tpot_and_the_best_is_the_headline() -> None
     best = max(points, key=lambda p: p["throughput"])
     assert doc["batch_size"] == best["batch_size"] == doc["llm"]["batch_size"]
     assert doc["throughput"]["value"] == best["throughput"]
+
+
+def test_lm_infer_repeat_keeps_each_trial_and_pools_the_requests() -> None:
+    doc = check_ok(run_worker({"benchmark": "lm-infer", **CPU, "model": "gpt-tiny",
+                               "steps": 2, "warmup": 0, "repeat": 2,
+                               "params": {"prompt_len": 4, "new_tokens": 3}}))
+    assert len(doc["trials"]) == 2 and all(t > 0 for t in doc["trials"])
+    assert doc["llm"]["requests"] == 4 and doc["samples"] == 4 * 3

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gputui.bench import events, flops, llm_metrics, stats
+from gputui.bench import events, flops, llm_metrics
 from gputui.bench.lm_shapes import LMShape, shape_of
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.failures import is_oom
@@ -29,6 +29,7 @@ from gputui.bench.worker.kinds.flop_count import attach
 from gputui.bench.worker.measure import (
     energy_meter,
     free_memory,
+    loop_throughput,
     peak_memory,
     peak_row,
     record_energy,
@@ -100,9 +101,9 @@ class Generator:
 def run_requests(ctx: Ctx, g: Generator, warmup: int, steps: int | None,
                  duration_s: float | None, timed_start: Callable[[], None] = lambda: None,
                  ) -> tuple[Any, list[list[float]]]:
-    """Warm-up requests, then the timed ones (`timed_start()` between them); (loop stats,
-    token gaps per request)."""
-    from gputui.bench.worker.timing import StepClock, latency_loop, sync
+    """Warm-up requests, then the timed ones (`timed_start()` between them), --repeat
+    times; (loop stats, token gaps per request of every trial)."""
+    from gputui.bench.worker.timing import StepClock, latency_loop, repeat_trials, sync
 
     for i in range(warmup):
         ctx.checkpoint()
@@ -118,9 +119,11 @@ def run_requests(ctx: Ctx, g: Generator, warmup: int, steps: int | None,
         g.request(clock.mark)
         gaps.append(clock.collect())  # one sync, at the request's end
 
-    loop = latency_loop(one, device=ctx.device, steps=steps, duration_s=duration_s,
-                        emit=ctx.emit, make_progress=events.Progress, unit=ctx.bench.unit,
-                        samples_per_request=g.batch * g.new, should_stop=ctx.should_stop)
+    loop = repeat_trials(lambda: latency_loop(
+        one, device=ctx.device, steps=steps, duration_s=duration_s, emit=ctx.emit,
+        make_progress=events.Progress, unit=ctx.bench.unit,
+        samples_per_request=g.batch * g.new, should_stop=ctx.should_stop),
+        int(ctx.request.repeat or 1))
     return loop, gaps
 
 
@@ -202,7 +205,7 @@ def run_lm_infer(ctx: Ctx) -> None:
             break
         generated += loop.samples
         llm = summarize(ctx, g, gaps, peak_bps)
-        tp = stats.headline(loop.samples, loop.wall_s, loop.window_rates, ctx.bench.unit)
+        tp = loop_throughput(loop, ctx.bench.unit)
         if req.sweep:
             ctx.add_point(events.Point(
                 label=f"batch {b}", batch_size=b, throughput=tp.value, unit=ctx.bench.unit,
