@@ -8,7 +8,11 @@ Not a test: a maintainer runs it on an NVIDIA machine, in one command:
 It runs gputui's matmul (bf16, 8192³), membw (device copy) and cnn-train (resnet50, AMP =
 fp16 autocast with loss scaling, batch 256, channels-last, device-resident data), each side by
 side with a bare loop written here (torch.mm timed with CUDA events; a tensor copy; a plain
-resnet50 AMP training loop), in alternating A/B rounds, every run in a fresh process. Then it
+resnet50 AMP training loop), in alternating A/B rounds, every run in a fresh process. The
+LLM rows (bare loops in benchmarks/bare_lm.py): lm-train GPT-2 bf16 batch 12 against a plain
+nanoGPT loop (tokens/s, MFU), lm-infer Llama-2-7B bf16 batch 1 eager decode tokens/s against
+a plain static-KV greedy loop, and attention (bf16, head dim 128, sequence 4k, 4 sequences,
+16 heads, no mask, forward) against SDPA timed directly. Then it
 compares `gputui snapshot --json` with `nvidia-smi --query-gpu=…` for the same fields. It
 prints one table: gputui vs bare (median of rounds, ratio), % of the GPU's dense peak, and the
 ratio to a published reference where one matches.
@@ -111,7 +115,40 @@ def bare_cnn_train(duration_s: float) -> dict[str, Any]:
             "timed_s": secs}
 
 
-BARE = {"matmul": bare_matmul, "membw": bare_copy, "cnn-train": bare_cnn_train}
+LM_BATCH = 12
+DECODE = {"prompt": 128, "new": 128}
+ATTN = {"batch": 4, "heads": 16, "seq": 4096, "head_dim": 128}
+ATTN_POINT = f"d{ATTN['head_dim']} s{ATTN['seq']} full fwd"
+
+
+def _bare_lm() -> Any:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bare_lm
+
+    return bare_lm
+
+
+def bare_lm_train(duration_s: float) -> dict[str, Any]:
+    lm = _bare_lm()
+    return lm.bare_train(lm.GPT2, LM_BATCH, "cuda", True, duration_s=duration_s, warmup=10)
+
+
+def bare_lm_decode(duration_s: float) -> dict[str, Any]:
+    import torch
+
+    lm = _bare_lm()
+    return lm.bare_decode(lm.LLAMA2_7B, 1, DECODE["prompt"], DECODE["new"], "cuda",
+                          torch.bfloat16, duration_s)
+
+
+def bare_attention(duration_s: float) -> dict[str, Any]:
+    return _bare_lm().bare_sdpa(ATTN["batch"], ATTN["heads"], ATTN["seq"], ATTN["head_dim"],
+                                causal=False, backward=False, duration_s=duration_s)
+
+
+BARE = {"matmul": bare_matmul, "membw": bare_copy, "cnn-train": bare_cnn_train,
+        "lm-train": bare_lm_train, "lm-infer": bare_lm_decode, "attention": bare_attention}
+TRAINING = ("cnn-train", "lm-train", "lm-infer")  # runs timed by --train-duration
 
 
 # ----------------------------------------------------------------------------- gputui runs
@@ -133,6 +170,19 @@ def gputui_cmd(name: str, duration_s: float) -> list[str]:
         return [*base, "--precision", "bf16", "--size", str(MATMUL_N)]
     if name == "membw":
         return [*base, "--bytes", str(COPY_BYTES)]
+    if name == "lm-train":
+        return [*base, "--model", "gpt2", "--precision", "bf16", "--batch-size",
+                str(LM_BATCH)]
+    if name == "lm-infer":
+        return [*base, "--model", "llama2-7b", "--precision", "bf16", "--batch-size", "1",
+                "--prompt-len", str(DECODE["prompt"]), "--new-tokens", str(DECODE["new"])]
+    if name == "attention":
+        # One point: the bare loop's shape (FlashAttention's 16k tokens, hidden 2,048).
+        return [sys.executable, "-m", "gputui.bench.worker", "--spec-json", json.dumps({
+            "benchmark": "attention", "device": "cuda", "precision": "bf16",
+            "duration_s": duration_s, "params": {
+                "tokens": ATTN["batch"] * ATTN["seq"], "hidden": ATTN["heads"] * ATTN["head_dim"],
+                "head_dim": ATTN["head_dim"], "min_seq": ATTN["seq"], "max_seq": ATTN["seq"]}})]
     return [*base, "--model", "resnet50", "--precision", "fp16", "--batch-size", str(CNN_BATCH),
             "--channels-last"]
 
@@ -169,7 +219,25 @@ def gputui_figure(name: str, result: dict[str, Any]) -> Figure:
         if p.get("timed_s") is not None:
             fig.notes.append(f"timed {float(p['timed_s']):.1f} s")
         return fig
+    if name == "attention":
+        p = _point(result, ATTN_POINT)
+        fig.value = float(p["throughput"]) if p and p.get("throughput") is not None else None
+        fig.pct_of_peak, fig.peak = (p or {}).get("pct_of_peak"), (p or {}).get("peak_tflops")
+        if p:
+            fig.notes.append(f"backend {p.get('backend')}")
+        return fig
+    if name == "lm-infer":
+        llm = result.get("llm") or {}
+        fig.value = llm.get("decode_tokens_per_s")
+        if llm.get("mbu") is not None:
+            fig.notes.append(f"MBU {100 * llm['mbu']:.0f} %, decode {llm.get('decode')}")
+        return fig
     fig.value = _headline(result.get("throughput"))
+    flops = result.get("flops") or {}
+    if flops.get("mfu") is not None:
+        fig.pct_of_peak = 100 * flops["mfu"]
+        # % of peak of the bare loop: the same FLOPs per token at its rate.
+        fig.peak = flops["peak_tflops"] / flops["per_sample"] * 1e12
     return fig
 
 
@@ -186,6 +254,12 @@ def run_json(cmd: list[str], timeout_s: float) -> dict[str, Any]:
     if proc.returncode != 0 or not proc.stdout.strip():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise RuntimeError(f"{' '.join(cmd[1:6])}… exited {proc.returncode}: {' | '.join(tail)}")
+    if cmd[1:3] == ["-m", "gputui.bench.worker"]:
+        # The worker speaks JSON lines; its last event carries the result document.
+        last = json.loads(proc.stdout.strip().splitlines()[-1])
+        if last.get("event") != "result":
+            raise RuntimeError(f"worker ended with {last.get('event')}: {last.get('message')}")
+        return dict(last["result"])
     return json.loads(proc.stdout)
 
 
@@ -307,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if args.bare:
-        dur = args.train_duration if args.bare == "cnn-train" else args.duration
+        dur = args.train_duration if args.bare in TRAINING else args.duration
         print(json.dumps(BARE[args.bare](dur)))
         return 0
 
@@ -325,8 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"gpu": gpu_name, "driver": driver, "rounds": args.rounds,
                               "workloads": {}}
     rows = []
-    for name in args.only or ["matmul", "membw", "cnn-train"]:
-        dur = args.train_duration if name == "cnn-train" else args.duration
+    for name in args.only or list(BARE):
+        dur = args.train_duration if name in TRAINING else args.duration
         limit = 900.0
         g_runs: list[Figure] = []
         b_runs: list[float] = []
@@ -353,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         peak_pct_bare = 100 * b / last.peak if b and last.peak else None
         ref = (f"{g / last.reference_value:.2f}× {last.reference}"
                if g and last.reference_value else "no matching reference")
-        unit = {"matmul": "TFLOP/s", "membw": "GB/s", "cnn-train": "images/s"}[name]
+        unit = {"matmul": "TFLOP/s", "membw": "GB/s", "cnn-train": "images/s",
+                "lm-train": "tokens/s", "lm-infer": "tokens/s", "attention": "TFLOP/s"}[name]
         rows.append((name, unit, g, b, ratio, last.pct_of_peak, peak_pct_bare, ref, errors))
         report["workloads"][name] = {
             "unit": unit, "gputui": g_vals, "bare": b_runs, "gputui_median": g,
@@ -366,7 +441,10 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head))
     labels = {"matmul": f"matmul bf16 {MATMUL_N}³, TFLOP/s",
               "membw": f"device copy {COPY_BYTES >> 30} GiB, GB/s (r+w)",
-              "cnn-train": f"resnet50 AMP b{CNN_BATCH} CL, images/s"}
+              "cnn-train": f"resnet50 AMP b{CNN_BATCH} CL, images/s",
+              "lm-train": f"GPT-2 bf16 b{LM_BATCH}, tokens/s (MFU)",
+              "lm-infer": "Llama-2-7B bf16 b1 decode, tok/s",
+              "attention": f"SDPA bf16 {ATTN_POINT}, TFLOP/s"}
     for name, _unit, g, b, ratio, pct, pct_b, ref, errors in rows:
         pct_s = f"{fmt(pct, 0)} / {fmt(pct_b, 0)}" if pct is not None else "—"
         print(f"{labels[name]:<34} {fmt(g):>10} {fmt(b):>10} "

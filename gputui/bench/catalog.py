@@ -28,6 +28,12 @@ TEST_HOOKS: tuple[str, ...] = ("crash", "hang", "oom", "exit")
 TEST_PARAMS: tuple[str, ...] = ("oom_above_batch",)
 CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16")
 RNN_MODELS: tuple[str, ...] = ("lstm", "gru")
+LM_TRAIN_MODELS: tuple[str, ...] = ("gpt2", "gpt2-medium", "gpt-tiny")
+LM_INFER_MODELS: tuple[str, ...] = ("llama2-7b", "gpt2", "gpt2-medium", "gpt-tiny",
+                                    "llama-tiny")
+# Benchmarks whose model and precision default by device (a CPU gets a tiny model in fp32,
+# a GPU the published shape in bf16): the spec says "auto" until the device is known.
+AUTO_PRECISION = "auto"
 
 # Every key of the run spec (the worker's --spec-json; see gputui.bench.events) with its value
 # when the caller leaves it out.
@@ -178,6 +184,45 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 cuda={"batch_size": 256, "image_size": 32, "steps": 3000, "warmup": 10,
                       "target_accuracy": 0.8, "classes": 4, "eval_every": 25,
                       "val_samples": 4096},
+            ),
+            _b(
+                name="lm-train",
+                kind="train",
+                description="GPT-2 training step (nanoGPT's model, AdamW) on synthetic "
+                "tokens: tokens/s and MFU",
+                unit="tokens/s",
+                models=LM_TRAIN_MODELS,
+                cpu={"model": "gpt-tiny", "batch_size": 4, "steps": 6, "warmup": 2},
+                # nanoGPT's GPT-2 run: 12 sequences of 1,024 tokens per micro-step, bf16.
+                cuda={"model": "gpt2", "precision": "bf16", "batch_size": 12,
+                      "duration_s": 20.0, "warmup": 10},
+            ),
+            _b(
+                name="lm-infer",
+                kind="infer",
+                description="LLM generation with a static KV cache, greedy: tokens/s, TTFT, "
+                "TPOT, ITL, decode bandwidth and MBU; --sweep over batch sizes",
+                unit="tokens/s",
+                models=LM_INFER_MODELS,
+                cpu={"model": "gpt-tiny", "batch_size": 1, "prompt_len": 16, "new_tokens": 8,
+                     "steps": 5, "warmup": 1},
+                # Llama-2-7B in bf16, one sequence, as gpt-fast measured it.
+                cuda={"model": "llama2-7b", "precision": "bf16", "batch_size": 1,
+                      "prompt_len": 128, "new_tokens": 128, "duration_s": 30.0, "warmup": 2},
+                supports_sweep=True,
+            ),
+            _b(
+                name="attention",
+                kind="probe",
+                description="scaled_dot_product_attention TFLOP/s, forward and "
+                "forward+backward, causal and not, at FlashAttention's benchmark shapes",
+                unit="TFLOP/s",
+                cpu={"tokens": 256, "hidden": 64, "min_seq": 64, "max_seq": 128,
+                     "head_dim": 32, "steps": 3, "warmup": 1},
+                # FlashAttention's benchmark: 16k tokens per batch, hidden 2,048, head dim 64
+                # and 128 (head_dim unset), sequence 512 … 16k; time-bounded points.
+                cuda={"precision": "bf16", "tokens": 16384, "hidden": 2048, "min_seq": 512,
+                      "max_seq": 16384, "duration_s": 2.0, "warmup": 5},
             ),
             _b(
                 name="matmul",
@@ -363,7 +408,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if bench.models:
         if out["model"] is None:
             out["model"] = bench.default_model
-        if out["model"] not in bench.models:
+        if out["model"] is not None and out["model"] not in bench.models:
             raise UsageError(
                 f"unknown model {out['model']!r} for {name} (choose from "
                 f"{', '.join(bench.models)})"
@@ -380,7 +425,9 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         raise UsageError(f"bad device {device!r} (use cpu, cuda, cuda:N or auto)")
 
     prec = out["precision"]
-    if prec not in PRECISIONS:
+    if prec == AUTO_PRECISION:
+        prec = None
+    elif prec not in PRECISIONS:
         raise UsageError(f"bad precision {prec!r} (choose from {', '.join(PRECISIONS)})")
     if dtype_ == "cpu" and prec == "fp16":
         raise UsageError("fp16 needs a CUDA device; on CPU use bf16 or fp32")
@@ -422,6 +469,9 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             raise UsageError(f"{name} does not support a batch-size sweep")
         if mode == "latency":
             raise UsageError("a batch-size sweep measures throughput; drop --mode latency")
+    if mode is not None and name == "lm-infer":
+        raise UsageError("--mode does not apply to lm-infer (it reports latency and "
+                         "throughput together)")
     if out["nproc"] > 1:
         if not bench.supports_nproc:
             raise UsageError(f"--nproc applies to cnn-train and rnn-train, not {name}")
@@ -465,6 +515,8 @@ def resolve_spec(spec: Mapping[str, Any], device_type: str) -> dict[str, Any]:
     bench = get(spec["benchmark"])
     defaults = bench.defaults(device_type, spec.get("mode"))
     out = dict(spec)
+    if out.get("precision") == AUTO_PRECISION:
+        out["precision"] = defaults.get("precision", "fp32")
     if bench.kind == "infer" and out.get("mode") is None:
         out["mode"] = "throughput"
     user_bounded = out.get("steps") is not None or out.get("duration_s") is not None

@@ -100,6 +100,33 @@ def _spread(s: Spread | None, key: str) -> float | None:
     return getattr(s, key) if s is not None else None
 
 
+def _flops_and_llm(a: Result, b: Result) -> list[MetricRow]:
+    """Achieved TFLOP/s and MFU (model benchmarks); TTFT, TPOT, ITL, decode rate and MBU
+    (lm-infer). A row neither result has is left out of the table by the CLI."""
+    def fl(r: Result, key: str) -> float | None:
+        return getattr(r.flops, key) if r.flops is not None else None
+
+    def lm(r: Result, key: str) -> float | None:
+        return getattr(r.llm, key) if r.llm is not None else None
+
+    def sp(r: Result, key: str, q: str) -> float | None:
+        return _spread(getattr(r.llm, key) if r.llm is not None else None, q)
+
+    return [
+        MetricRow("achieved TFLOP/s", "TFLOP/s", fl(a, "achieved_tflops"),
+                  fl(b, "achieved_tflops"), True),
+        MetricRow("MFU", "", fl(a, "mfu"), fl(b, "mfu"), True),
+        MetricRow("TTFT p50", "ms", sp(a, "ttft_ms", "p50"), sp(b, "ttft_ms", "p50"), False),
+        MetricRow("TTFT p99", "ms", sp(a, "ttft_ms", "p99"), sp(b, "ttft_ms", "p99"), False),
+        MetricRow("TPOT p50", "ms", sp(a, "tpot_ms", "p50"), sp(b, "tpot_ms", "p50"), False),
+        MetricRow("TPOT p99", "ms", sp(a, "tpot_ms", "p99"), sp(b, "tpot_ms", "p99"), False),
+        MetricRow("ITL p99", "ms", sp(a, "itl_ms", "p99"), sp(b, "itl_ms", "p99"), False),
+        MetricRow("decode tokens/s", "tokens/s", lm(a, "decode_tokens_per_s"),
+                  lm(b, "decode_tokens_per_s"), True),
+        MetricRow("MBU", "", lm(a, "mbu"), lm(b, "mbu"), True),
+    ]
+
+
 def compare(a: Result, b: Result) -> Comparison:
     ta, tb = a.throughput, b.throughput
     unit_a, unit_b = a.unit, b.unit
@@ -127,6 +154,7 @@ def compare(a: Result, b: Result) -> Comparison:
                   float(b.peak_memory_bytes) if b.peak_memory_bytes is not None else None,
                   False),
     ]
+    metrics += _flops_and_llm(a, b)
     if unit_a and unit_b and unit_a != unit_b:
         # Different units (samples/s vs TFLOP/s) make the ratio meaningless.
         metrics[0] = MetricRow(HEADLINE, f"{unit_a} vs {unit_b}", a.headline, b.headline, None)

@@ -23,6 +23,13 @@ CSV_COLUMNS: tuple[str, ...] = (
     "error_kind", "error_message", "torch", "cuda", "driver",
     "throughput_value", "throughput_definition", "throughput_windows",
     "throttled", "throttled_fraction", "trials", "spread_median", "spread_min", "spread_max",
+    "flops_per_sample", "flops_method", "flops_counted_per_sample", "achieved_tflops",
+    "peak_tflops", "mfu", "prompt_tokens", "new_tokens",
+    "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "ttft_mean_ms",
+    "tpot_p50_ms", "tpot_p90_ms", "tpot_p99_ms", "tpot_mean_ms",
+    "itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "itl_mean_ms",
+    "prefill_tokens_per_s", "decode_tokens_per_s", "kv_cache_bytes", "weight_bytes",
+    "decode_bytes_per_s", "peak_bytes_per_s", "mbu",
 )
 
 
@@ -62,7 +69,28 @@ def flat_row(r: Result) -> dict[str, Any]:
         "spread_median": r.spread.median if r.spread else None,
         "spread_min": r.spread.min if r.spread else None,
         "spread_max": r.spread.max if r.spread else None,
+        **_flops_and_llm(r),
     }
+
+
+def _flops_and_llm(r: Result) -> dict[str, Any]:
+    f, m = r.flops, r.llm
+    out: dict[str, Any] = {
+        "flops_per_sample": f.per_sample if f else None,
+        "flops_method": f.method if f else None,
+        "flops_counted_per_sample": f.counted_per_sample if f else None,
+        "achieved_tflops": f.achieved_tflops if f else None,
+        "peak_tflops": f.peak_tflops if f else None, "mfu": f.mfu if f else None,
+        "prompt_tokens": m.prompt_tokens if m else None,
+        "new_tokens": m.new_tokens if m else None}
+    for name in ("ttft", "tpot", "itl"):
+        s = getattr(m, f"{name}_ms") if m else None
+        for q in ("p50", "p90", "p99", "mean"):
+            out[f"{name}_{q}_ms"] = getattr(s, q) if s else None
+    for key in ("prefill_tokens_per_s", "decode_tokens_per_s", "kv_cache_bytes",
+                "weight_bytes", "decode_bytes_per_s", "peak_bytes_per_s", "mbu"):
+        out[key] = getattr(m, key) if m else None
+    return out
 
 
 def export_csv(docs: Iterable[Result]) -> str:
@@ -78,7 +106,7 @@ def export_csv(docs: Iterable[Result]) -> str:
 MARKDOWN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "id"), ("benchmark", "benchmark"), ("model", "model"), ("device_name", "device"),
     ("precision", "precision"), ("batch_size", "batch"), ("status", "status"),
-    ("throughput", "throughput"), ("latency_p90_ms", "p90 latency (ms)"),
+    ("throughput", "throughput"), ("mfu", "MFU"), ("latency_p90_ms", "p90 latency (ms)"),
     ("energy_j_per_sample", "J/sample"), ("peak_memory_bytes", "peak memory"),
     ("started_at", "started (UTC)"),
 )
@@ -99,6 +127,8 @@ def export_markdown(docs: Iterable[Result]) -> str:
                 cells.append(str(row["device_name"] or row["device"] or ""))
             elif key == "peak_memory_bytes":
                 cells.append(fmt_bytes(row[key]))
+            elif key == "mfu":
+                cells.append("" if row[key] is None else f"{row[key] * 100:.1f} %")
             elif key in ("latency_p90_ms", "energy_j_per_sample"):
                 cells.append(fmt_num(row[key]))
             else:

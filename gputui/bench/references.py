@@ -17,6 +17,12 @@ _DLE = ("NVIDIA DeepLearningExamples, ResNet50 v1.5 for PyTorch, training perfor
         "NVIDIA DGX A100 (8x A100 80GB), 1 GPU, "
         "https://github.com/NVIDIA/DeepLearningExamples/tree/master/PyTorch/Classification/"
         "ConvNets/resnet50v1.5")
+_GPT_FAST = ("pytorch-labs/gpt-fast README, benchmarks: Llama-2-7B, bf16 (base), batch 1, "
+             "A100-80GB power-limited to 330 W, torch.compile with CUDA graphs, "
+             "https://github.com/pytorch-labs/gpt-fast")
+_FA3 = ("Shah et al., FlashAttention-3 (2024), Figure 5: attention forward speed, BF16, "
+        "H100 80GB SXM5, batch × sequence 16k tokens, hidden 2,048, "
+        "https://arxiv.org/abs/2407.08608")
 _MAMF = ("stas00/ml-engineering, compute/accelerator: maximum achievable matmul FLOPS "
          "(mamf-finder, best over a search of shapes), "
          "https://github.com/stas00/ml-engineering/tree/master/compute/accelerator")
@@ -38,6 +44,9 @@ class Reference:
     image_size: int | None = None
     channels_last: bool | None = None  # None: the source does not fix it
     note: str = ""
+    compile: bool | None = None  # None: the source does not fix it
+    # A kind with many points (attention): the point label whose value is compared.
+    point: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "model": self.model,
@@ -45,7 +54,7 @@ class Reference:
                 "gpu": self.gpu, "value": self.value, "unit": self.unit,
                 "source": self.source, "image_size": self.image_size,
                 "channels_last": self.channels_last, "note": self.note,
-                "command": self.command}
+                "compile": self.compile, "point": self.point, "command": self.command}
 
     @property
     def command(self) -> str:
@@ -60,12 +69,16 @@ class Reference:
             parts.append(f"--image-size {self.image_size}")
         if self.channels_last:
             parts.append("--channels-last")
+        if self.compile:
+            parts.append("--compile")
         return " ".join(parts)
 
     def describe(self) -> str:
         parts = [self.label, self.gpu, self.precision_label]
         if self.batch_size is not None:
             parts.append(f"batch {self.batch_size}")
+        if self.point is not None:
+            parts.append(self.point)
         return ", ".join(parts)
 
 
@@ -95,6 +108,28 @@ REFERENCES: tuple[Reference, ...] = (
         unit="TFLOP/s", label="stas00 ml-engineering MAMF", precision_label="BF16",
         source=_MAMF,
         note="86.9 % of the 312 TFLOP/s dense BF16 peak; the best shape of a search"),
+    Reference(
+        benchmark="lm-infer", model="llama2-7b", precision="bf16", batch_size=1,
+        gpu="A100 80GB (330 W)", gpu_rows=("A100 SXM4 80GB",), value=104.9,
+        unit="tokens/s", label="gpt-fast", precision_label="BF16", source=_GPT_FAST,
+        compile=True,
+        note="1,397 GB/s in gpt-fast's own count (model bytes × tokens/s); a prompt of a "
+             "few tokens and 200 new tokens; gpt-fast's GPU ran power-limited to 330 W"),
+    Reference(
+        benchmark="attention", model=None, precision="bf16", batch_size=None,
+        gpu="H100 SXM5", gpu_rows=("H100 SXM",), value=370.0, unit="TFLOP/s",
+        label="FlashAttention-3 paper (FlashAttention-2 bars)", precision_label="BF16",
+        source=_FA3, point="d128 s16384 full fwd",
+        note="FlashAttention-2's forward pass, no causal mask, head dim 128, sequence 16k "
+             "(Figure 5b); PyTorch's flash backend is FlashAttention-2; FlashAttention-3 "
+             "reaches 648 and cuDNN 595 at the same shape"),
+    Reference(
+        benchmark="attention", model=None, precision="bf16", batch_size=None,
+        gpu="H100 SXM5", gpu_rows=("H100 SXM",), value=335.0, unit="TFLOP/s",
+        label="FlashAttention-3 paper (FlashAttention-2 bars)", precision_label="BF16",
+        source=_FA3, point="d128 s16384 causal fwd",
+        note="FlashAttention-2's forward pass, causal, head dim 128, sequence 16k "
+             "(Figure 5e, causal FLOPs halved); FlashAttention-3 reaches 616 and cuDNN 539"),
 )
 
 
@@ -111,6 +146,7 @@ class RunSettings:
     channels_last: bool = False
     nproc: int = 1
     device_type: str = "cuda"
+    compile: bool = False
 
     @classmethod
     def from_result(cls, doc: Mapping[str, Any]) -> RunSettings:
@@ -126,6 +162,7 @@ class RunSettings:
             channels_last=bool(s.get("channels_last", False)),
             nproc=int(s.get("nproc") or 1),
             device_type=device.split(":", 1)[0] or "cuda",
+            compile=bool(s.get("compile", False)),
         )
 
 
@@ -159,6 +196,8 @@ def mismatch(ref: Reference, run: RunSettings) -> str | None:
         return f"image size {run.image_size} ≠ {ref.image_size}"
     if ref.channels_last is not None and run.channels_last != ref.channels_last:
         return "memory format differs (channels-last)"
+    if ref.compile is not None and run.compile != ref.compile:
+        return "compiled" if run.compile else "not compiled (--compile)"
     if run.nproc != 1:
         return f"{run.nproc} processes; the reference is one GPU"
     if run.device_type != "cuda":
@@ -199,6 +238,21 @@ def for_result(doc: Mapping[str, Any]) -> Comparison | None:
         tflops = extra.get("tflops") if isinstance(extra.get("tflops"), Mapping) else {}
         run = RunSettings(**{**run.__dict__, "precision": "bf16"})
         achieved = tflops.get("bf16")
+    if run.benchmark == "attention":
+        return _point_comparison(doc, run)
     if not isinstance(achieved, int | float) or isinstance(achieved, bool):
         return None
     return compare(run, float(achieved))
+
+
+def _point_comparison(doc: Mapping[str, Any], run: RunSettings) -> Comparison | None:
+    """The first reference whose settings match and whose point the run measured."""
+    points = doc.get("points") if isinstance(doc.get("points"), list) else []
+    values = {p.get("label"): p.get("throughput") for p in points if isinstance(p, Mapping)}
+    for ref in REFERENCES:
+        value = values.get(ref.point)
+        if (ref.point is None or mismatch(ref, run) is not None
+                or not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
+            continue
+        return Comparison(ref, float(value), float(value) / ref.value)
+    return None

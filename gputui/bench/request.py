@@ -29,7 +29,7 @@ class RunRequest:
     benchmark: str
     model: str | None = None
     device: str = "auto"
-    precision: str = "fp32"
+    precision: str = "fp32"  # or "auto" (lm-*, attention): the device's, by `resolved`
     batch_size: int | None = None
     steps: int | None = None
     duration_s: float | None = None

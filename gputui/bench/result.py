@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from gputui.bench.events import Point
+from gputui.bench.flops import Flops
+from gputui.bench.llm_metrics import LlmStats
 from gputui.bench.request import RunRequest
 from gputui.bench.stats import Spread, Throughput, TrialSpread
 from gputui.bench.throttle_window import WindowStats
@@ -97,6 +99,10 @@ class Result:
     window: WindowStats | None = None
     # Settings that change the number, read once per run (bench.config): "gpu", "torch".
     config: Mapping[str, Any] = field(default_factory=dict)
+    # Model FLOPs per sample, achieved TFLOP/s and MFU (bench.flops); None for probes.
+    flops: Flops | None = None
+    # LLM serving figures: TTFT, TPOT, ITL, decode bandwidth, MBU (bench.llm_metrics).
+    llm: LlmStats | None = None
     schema: int = SCHEMA_VERSION
 
     @property
@@ -145,6 +151,8 @@ class Result:
             "window": self.window.to_dict() if self.window else None,
             "config": {k: dict(v) if isinstance(v, Mapping) else v
                        for k, v in self.config.items()},
+            "flops": self.flops.to_dict() if self.flops else None,
+            "llm": self.llm.to_dict() if self.llm else None,
         }
 
     @classmethod
@@ -197,6 +205,10 @@ class Result:
             window=(WindowStats.from_dict(_dict(doc.get("window"), "window"))
                     if doc.get("window") is not None else None),
             config=_dict(doc.get("config"), "config"),
+            flops=(Flops.from_dict(_dict(doc.get("flops"), "flops"))
+                   if doc.get("flops") is not None else None),
+            llm=(LlmStats.from_dict(_dict(doc.get("llm"), "llm"))
+                 if doc.get("llm") is not None else None),
         )
 
 
@@ -306,6 +318,8 @@ class ResultBuilder:
     extra: dict[str, Any] = field(default_factory=dict)
     window: WindowStats | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    flops: Flops | None = None
+    llm: LlmStats | None = None
 
     @classmethod
     def for_request(cls, result_id: str, request: RunRequest) -> ResultBuilder:

@@ -59,9 +59,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--device", default="auto",
                     help="cuda, cuda:N, cpu, or auto (first CUDA GPU, else CPU; default)")
     rp.add_argument("--batch-size", type=positive_int, metavar="N")
-    rp.add_argument("--precision", default="fp32",
+    rp.add_argument("--precision", default=None,
                     choices=("fp32", "tf32", "fp16", "bf16", "amp"),
-                    help="amp = fp16 autocast with loss scaling (recorded as fp16)")
+                    help="amp = fp16 autocast with loss scaling (recorded as fp16); default "
+                    "fp32 (lm-train, lm-infer, attention: bf16 on CUDA, fp32 on the CPU)")
     rp.add_argument("--data", choices=("device", "host"), default="device",
                     help="synthetic batches made on the device (default), or pinned host "
                     "buffers copied on a side stream overlapped with compute")
@@ -84,6 +85,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="matmul: one product shape (repeatable)")
     rp.add_argument("--bytes", type=positive_int, metavar="N",
                     help="membw: bytes per array")
+    rp.add_argument("--prompt-len", type=positive_int, metavar="N",
+                    help="lm-infer: prompt tokens per sequence")
+    rp.add_argument("--new-tokens", type=positive_int, metavar="N",
+                    help="lm-infer: tokens generated per sequence")
     rp.add_argument("--channels-last", action="store_true", help="NHWC memory format (CNNs)")
     rp.add_argument("--compile", action="store_true", help="torch.compile the model first")
     rp.add_argument("--nproc", type=positive_int, default=1, metavar="N",
@@ -155,7 +160,22 @@ def _probe_params(args: argparse.Namespace) -> dict[str, int] | None:
         params["size"] = args.size
     if args.bytes is not None:
         params["array_bytes"] = args.bytes
+    if args.prompt_len is not None:
+        params["prompt_len"] = args.prompt_len
+    if args.new_tokens is not None:
+        params["new_tokens"] = args.new_tokens
     return params or None
+
+
+def _precision(args: argparse.Namespace) -> str | None:
+    """--precision as the spec takes it; benchmarks with a per-device default precision
+    get "auto" when none is given (the worker picks it once the device is known)."""
+    from gputui.bench import catalog
+
+    if args.precision is not None:
+        return "fp16" if args.precision == "amp" else str(args.precision)
+    bench = catalog.BENCHMARKS.get(args.name)
+    return catalog.AUTO_PRECISION if bench is not None and "precision" in bench.cuda else None
 
 
 def _baseline(args: argparse.Namespace) -> dict[str, Any]:
@@ -268,7 +288,7 @@ def run_bench(args: argparse.Namespace) -> int:
         args.name,
         model=args.model,
         device=args.device,
-        precision="fp16" if args.precision == "amp" else args.precision,
+        precision=_precision(args),
         data=args.data,
         shapes=args.shape,
         params=_probe_params(args),

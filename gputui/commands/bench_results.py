@@ -66,7 +66,7 @@ def run_history(args: argparse.Namespace) -> int:
 _LAYOUTS: tuple[tuple[tuple[str, str], ...], ...] = (
     (("id", "id"), ("started", "started"), ("benchmark", "benchmark"), ("model", "model"),
      ("device", "device"), ("precision", "precision"), ("batch", "batch"),
-     ("status", "status"), ("throughput", "throughput")),
+     ("status", "status"), ("throughput", "throughput"), ("mfu", "MFU")),
     (("short_id", "id"), ("short_started", "started"), ("benchmark", "benchmark"),
      ("model", "model"), ("device", "device"), ("precision", "prec"), ("batch", "batch"),
      ("status", "status"), ("throughput", "throughput")),
@@ -93,6 +93,7 @@ def _history_tables(title: str, docs: list[Result], all_ids: list[str]) -> list[
             "short_started": when(d.started_at, short=True), "benchmark": d.benchmark,
             "model": d.model or "—", "device": d.device_name or d.device,
             "precision": d.precision, "batch": d.batch_size, "throughput": fmt_headline(d),
+            "mfu": _mfu(d),
         }.get(key)
         return status_markup(d.status) if key == "status" else no_markup(value)
 
@@ -101,11 +102,18 @@ def _history_tables(title: str, docs: list[Result], all_ids: list[str]) -> list[
         table = Table(title=title, box=box.HEAVY_HEAD if i < 3 else box.SIMPLE_HEAD)
         for key, header in layout:
             table.add_column(header, no_wrap=key != "device",
-                             justify="right" if key in ("batch", "throughput") else "left")
+                             justify="right" if key in ("batch", "throughput", "mfu")
+                             else "left")
         for d in docs:
             table.add_row(*(cell(d, key) for key, _ in layout))
         tables.append(table)
     return tables
+
+
+def _mfu(d: Result) -> str:
+    """MFU as a percentage; "—" where the run has no FLOPs or no known peak."""
+    f = d.flops
+    return f"{f.mfu * 100:.1f} %" if f is not None and f.mfu is not None else "—"
 
 
 def short_id(rid: str, all_ids: list[str], minimum: int = 15) -> str:

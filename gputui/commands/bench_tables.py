@@ -119,7 +119,7 @@ def run_references(args: argparse.Namespace) -> int:
         prec = r.precision_label + (" (fp16)" if r.precision == "fp16" else "")
         if r.channels_last:
             prec += ", channels-last"
-        table.add_row(str(i), r.benchmark, r.model or "—", no_markup(prec),
+        table.add_row(str(i), r.benchmark, r.model or r.point or "—", no_markup(prec),
                       str(r.batch_size) if r.batch_size is not None else "—", r.gpu,
                       f"{r.value:,.1f} {r.unit}")
     console = Console(highlight=False)

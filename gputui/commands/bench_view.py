@@ -160,6 +160,10 @@ def summary_table(r: Result) -> Table:
     else:
         row("throughput", NA)
     _measure_rows(r, row)
+    from gputui.bench.lm_view import flops_rows, llm_rows
+
+    for label, words in flops_rows(r) + llm_rows(r):
+        row(label, no_markup(words))
     if r.latency_ms is not None:
         row("latency", no_markup(fmt_percentiles(r.latency_ms, ("p50", "p90", "p99", "mean"))))
     if r.step_time_ms is not None:

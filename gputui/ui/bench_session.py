@@ -98,6 +98,8 @@ class LiveRun:
     device: str | None = None
     device_name: str | None = None
     gpu_index: int | None = None
+    # The model as the worker runs it: a request may leave it to the device (lm-*).
+    model: str | None = None
     warmup: tuple[int, int] | None = None
     progress: events.Progress | None = None
     points: list[ThroughputPoint] = field(default_factory=list)
@@ -357,6 +359,8 @@ class BenchSession:
             live.device = str(event.env.get("device") or live.request.device or "")
             live.device_name = event.env.get("device_name")
             live.gpu_index = gpu_of(live.device, event.env)
+            model = event.spec.get("model")
+            live.model = str(model) if model else live.request.model
             live.stage = "loading"
         elif isinstance(event, events.Warmup):
             live.warmup = (event.step, event.of)

@@ -76,7 +76,7 @@ async def test_real_cpu_run_set_through_the_form(data_dir: Path) -> None:
         assert live.progress is not None and live.progress.step == 3
         await wait_until(pilot, lambda: table_rows(screen), "the result row")
         row = table_rows(screen)[0]
-        assert row[2] == "cnn-infer" and row[7] == "ok" and row[9] == live.id
+        assert row[1] == "cnn-infer" and row[5] == "ok" and row[10] == live.id
         assert (data_dir / "results" / f"{live.id}.json").is_file()
         text = screen_text(app)
         # Offline inference reports per-batch step times; request latency is only measured
@@ -115,7 +115,7 @@ async def test_cancel_keeps_the_partial_result_and_shows_host_cpu(data_dir: Path
         saved = results_store.load(session.last.id)
         assert saved.status == "cancelled" and saved.steps is not None and saved.steps >= 3
         await wait_until(pilot, lambda: table_rows(screen), "the result row")
-        assert table_rows(screen)[0][7] == "cancelled"
+        assert table_rows(screen)[0][5] == "cancelled"
         assert pid is not None and gone(pid)
 
 
@@ -168,7 +168,7 @@ async def test_a_queue_of_two_runs_completes_both_in_order() -> None:
         assert all(r.result and r.result.status == "ok" for r in session.finished_runs)
         assert session.finished_runs[0].finished_wall <= session.finished_runs[1].started_wall  # type: ignore[operator]
         await wait_until(pilot, lambda: len(table_rows(screen)) == 2, "two result rows")
-        assert [r[2] for r in table_rows(screen)] == ["matmul", "cnn-infer"]  # newest first
+        assert [r[1] for r in table_rows(screen)] == ["matmul", "cnn-infer"]  # newest first
 
 
 async def test_invalid_input_shows_an_inline_error_and_starts_nothing() -> None:

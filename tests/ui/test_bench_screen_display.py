@@ -251,8 +251,8 @@ async def test_hostile_strings_in_a_result_are_shown_escaped(data_dir: Path) -> 
         text = screen_text(app)
         assert "\x1b" not in text and "\x07" not in text
         assert "\\x1b]0;pwned" in text  # a visible escape, as typed in the file
-        row = next(r for r in table_rows(screen) if r[9] == "20260101-000005-000-hostil")
-        assert "[link=file:///etc/passwd]click[/link]" in row[3]  # text, not a link
+        row = next(r for r in table_rows(screen) if r[10] == "20260101-000005-000-hostil")
+        assert "[link=file:///etc/passwd]click[/link]" in row[2]  # text, not a link
 
 
 async def test_runs_reach_the_ui_by_posted_messages_never_a_blocking_call() -> None:

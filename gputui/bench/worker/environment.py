@@ -101,7 +101,9 @@ def collect_env(device: torch.device, link: NvmlLink | None) -> dict[str, Any]:
 
 
 def resolve_device(request: RunRequest) -> torch.device:
-    """The torch device the request asks for; UsageError when it cannot be had here."""
+    """The torch device the request asks for; UsageError when it cannot be had here.
+    The precision is checked by `check_precision` once the request is resolved for this
+    device (an "auto" precision is only known then)."""
     import torch
 
     want = request.device
@@ -123,7 +125,13 @@ def resolve_device(request: RunRequest) -> torch.device:
         device = torch.device("cuda", index)
     else:
         device = torch.device("cpu")
-    prec = request.precision
+    return device
+
+
+def check_precision(device: torch.device, prec: str) -> None:
+    """UsageError when this device cannot run the precision."""
+    import torch
+
     if device.type == "cpu" and prec in ("fp16", "tf32"):
         raise UsageError(f"{prec} needs a CUDA device; on CPU use bf16 or fp32")
     if device.type == "cuda":
@@ -132,7 +140,6 @@ def resolve_device(request: RunRequest) -> torch.device:
             raise UsageError(f"bf16 is not supported on {torch.cuda.get_device_name(device)}")
         if prec == "tf32" and major < 8:
             raise UsageError("tf32 needs compute capability 8.0 or newer")
-    return device
 
 
 def host_peak_text() -> str:

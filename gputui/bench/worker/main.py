@@ -20,7 +20,13 @@ from gputui.bench.request import RunRequest
 from gputui.bench.result import ResultBuilder
 from gputui.bench.worker.cancel import CancelFlag, Cancelled, TestHooks
 from gputui.bench.worker.context import Ctx
-from gputui.bench.worker.environment import base_settings, collect_env, resolve_device, torch_config
+from gputui.bench.worker.environment import (
+    base_settings,
+    check_precision,
+    collect_env,
+    resolve_device,
+    torch_config,
+)
 from gputui.bench.worker.failures import classify
 from gputui.bench.worker.pipe import Emitter, claim_stdout
 from gputui.errors import UsageError
@@ -98,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(request.threads)
         device = resolve_device(request)
         request = request.resolved(device.type)
+        check_precision(device, request.precision)
         from gputui.bench.worker.energy import NvmlLink
         from gputui.bench.worker.kinds import run as run_kind
 

@@ -95,6 +95,10 @@ class BenchScreen(Screen[None]):
     BenchScreen #live-error.-shown { display: block; }
     BenchScreen #results { height: 1fr; min-height: 6; border: round $primary 60%; }
     BenchScreen.-narrow #bench-left { width: 38; }
+    /* A short terminal (80×24): a few catalog rows and no description, so the settings
+       start within the pane instead of below its fold. */
+    BenchScreen.-short #catalog { max-height: 4; }
+    BenchScreen.-short #catalog-desc { display: none; }
     /* Focus must be seen at a glance in every theme: a solid cursor-coloured background
        (the theme's block cursor, yellow in high contrast), reversed buttons, and a heavy
        accent border on the panes and the results table. */
@@ -171,6 +175,7 @@ class BenchScreen(Screen[None]):
         self.session.subscribe(self)
         self.query_one(CatalogList).focus()
         self.set_class(self.app.size.width < 110, "-narrow")
+        self.set_class(self.app.size.height < 32, "-short")
         self.refresh_live()
         self.refresh_queue()
         self.results_table.reload()

@@ -141,12 +141,15 @@ def sweep_curve(points: Sequence[Any]) -> SweepCurve:
     lat: list[float] = []
     tps: list[float] = []
     unit = ""
-    step_time = False
+    step_time = tpot = False
     for p in points:
         if not getattr(p, "ok", False) or p.throughput is None:
             continue
         latency = p.latency_ms if isinstance(p.latency_ms, Mapping) else None
         p90 = latency.get("p90") if latency else None
+        if p90 is None and p.get("tpot_ms_p90") is not None:
+            # lm-infer: the time per output token against tokens/s of whole requests.
+            p90, tpot = p.get("tpot_ms_p90"), True
         if p90 is None:
             st = p.get("step_time_ms")
             p90 = st.get("p90") if isinstance(st, Mapping) else None
@@ -157,7 +160,8 @@ def sweep_curve(points: Sequence[Any]) -> SweepCurve:
         lat.append(float(p90))
         tps.append(float(p.throughput))
         unit = unit or printable(p.unit or "")
-    label = "p90 step time (ms)" if step_time else "p90 latency (ms)"
+    label = ("p90 TPOT (ms)" if tpot else "p90 step time (ms)" if step_time
+             else "p90 latency (ms)")
     return SweepCurve(tuple(batch), tuple(lat), tuple(tps), unit, label)
 
 

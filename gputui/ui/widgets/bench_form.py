@@ -66,6 +66,13 @@ def parse_form(bench_name: str, values: Mapping[str, str | None]) -> RunRequest:
                              f"got {size!r}") from None
     if bench.kind == "infer" and values.get("mode"):
         kw["mode"] = values["mode"]
+    for wid, key, label in PARAM_FIELDS:
+        text = (values.get(wid) or "").strip()
+        if text and (key in bench.cpu or key in bench.cuda):
+            try:
+                kw.setdefault("params", {})[key] = int(text)
+            except ValueError:
+                raise UsageError(f"{label} must be a whole number, got {text!r}") from None
     for wid, key, label in EXTRA_INT_FIELDS:
         text = (values.get(wid) or "").strip()
         if text and flag_applies(bench, key):
@@ -87,6 +94,12 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("f-channels-last", "channels_last", "channels-last"),
     ("f-compile", "compile", "torch.compile"),
     ("f-profile", "profile", "profile"),
+)
+# A benchmark's own whole-number parameters (Input id, params key, label), enabled for the
+# benchmarks whose catalog defaults name the key.
+PARAM_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("f-prompt-len", "prompt_len", "prompt len"),
+    ("f-new-tokens", "new_tokens", "new tokens"),
 )
 EXTRA_INT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("f-threads", "threads", "CPU threads"),
@@ -207,7 +220,8 @@ class BenchForm(VerticalScroll):
                                                   case_sensitive=False))
         with Horizontal(classes="field"):
             yield Label("precision")
-            yield Select[str]([(p, p) for p in catalog.PRECISIONS], value="fp32",
+            yield Select[str]([(p, p) for p in (*catalog.PRECISIONS, catalog.AUTO_PRECISION)],
+                              value="fp32",
                               id="f-precision", compact=True, allow_blank=False)
         for wid, label, _ in INT_FIELDS[:2]:
             with Horizontal(classes="field"):
@@ -226,6 +240,10 @@ class BenchForm(VerticalScroll):
             yield Label("mode")
             yield Select[str]([(m, m) for m in catalog.MODES], id="f-mode",
                               compact=True, allow_blank=True, prompt="default")
+        for wid, _key, label in PARAM_FIELDS:
+            with Horizontal(classes="field"):
+                yield Label(label)
+                yield FormField(id=wid, compact=True)
         for wid, _key, label in EXTRA_INT_FIELDS:
             with Horizontal(classes="field"):
                 yield Label(label.replace("CPU ", ""))
@@ -319,7 +337,10 @@ class BenchForm(VerticalScroll):
         model = self.query_one("#f-model", Select)
         if bench.models:
             model.set_options([(m, m) for m in bench.models])
-            model.value = bench.default_model or bench.models[0]
+            if bench.default_model is not None:
+                model.value = bench.default_model
+            else:
+                model.clear()  # blank: the device's default model (a tiny one on the CPU)
             model.disabled = False
         else:
             model.set_options([])
@@ -335,6 +356,22 @@ class BenchForm(VerticalScroll):
         mode.disabled = bench.kind != "infer"
         if mode.disabled:
             mode.clear()
+        prec = self.query_one("#f-precision", Select)
+        if not self._restoring:
+            # lm-*/attention default to bf16 on CUDA and fp32 on the CPU ("auto"); "auto"
+            # means fp32 elsewhere, so it is put back to that when another one is picked.
+            if "precision" in bench.cuda:
+                prec.value = catalog.AUTO_PRECISION
+            elif prec.value == catalog.AUTO_PRECISION:
+                prec.value = "fp32"
+        for wid, key, _label in PARAM_FIELDS:
+            field = self.query_one(f"#{wid}", Input)
+            field.disabled = key not in bench.cpu and key not in bench.cuda
+            # Shown only where they apply: the form stays as short as before elsewhere.
+            if field.parent is not None:
+                field.parent.display = not field.disabled
+            if field.disabled:
+                field.value = ""
         batch = self.query_one("#f-batch", Input)
         batch.disabled = "batch_size" not in bench.cpu and "batch_size" not in bench.cuda
         if batch.disabled:
@@ -367,7 +404,8 @@ class BenchForm(VerticalScroll):
         mode_value = self.query_one("#f-mode", Select).value
         mode = None if mode_value is Select.NULL else str(mode_value)
         keys = {"f-batch": "batch_size", "f-steps": "steps", "f-duration": "duration_s",
-                "f-warmup": "warmup", "f-size": size_field(bench) or ""}
+                "f-warmup": "warmup", "f-size": size_field(bench) or "",
+                **{wid: key for wid, key, _label in PARAM_FIELDS}}
         for wid, key in keys.items():
             widget = self.query_one(f"#{wid}", Input)
             widget.placeholder = default_hint(bench, key, device, mode) if key else "—"

@@ -75,6 +75,24 @@ def time_line(live: LiveRun, now: datetime) -> str:
                                                           p.duration_s))
 
 
+def live_flops_lines(live: LiveRun) -> list[str]:
+    """lm-train while it runs: model TFLOP/s at the live rate from the published formula
+    (MFU needs the device's peak, which the result brings)."""
+    request = live.request
+    if request.benchmark != "lm-train" or not live.points:
+        return []
+    from gputui.bench import flops
+    from gputui.bench.lm_shapes import SHAPES, shape_of
+
+    model = live.model or request.model or ""
+    if model not in SHAPES:
+        return []
+    rate = live.points[-1].throughput
+    per = flops.lm_train_per_token(shape_of(model, request.seq_len))
+    return [f"model FLOPs: ≈ {fmt_num(per * rate / 1e12)} TFLOP/s at the current "
+            "rate (6N + 12·L·d·T per token; MFU at the end)"] if rate else []
+
+
 def status_styles(widget: Any) -> dict[str, Style]:
     """ok / cancelled / failed → the theme's $success / $warning / $error (the screen's
     `status--*` component classes), so every theme, high contrast included, applies."""
@@ -232,6 +250,13 @@ class LiveRunView(VerticalScroll):
                          f"p99 {fmt_ms(stats.percentile(xs, 99))}  (from progress windows)")
         elif bench.kind == "infer":
             lines.append(f"latency  {NA} until the first timed window")
+        if result is not None:
+            from gputui.bench.lm_view import flops_rows, llm_rows
+
+            lines += [f"{label}: {words}" for label, words in flops_rows(result)
+                      + llm_rows(result)]
+        else:
+            lines += live_flops_lines(live)
         if result is not None:
             mem = fmt_bytes(result.peak_memory_bytes)
         else:

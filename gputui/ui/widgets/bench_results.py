@@ -19,8 +19,10 @@ from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
 
 TITLE = "Results (space: mark two · c: compare)"
-COLUMNS = ("✓", "STARTED", "BENCHMARK", "MODEL", "DEVICE", "PREC", "BATCH", "STATUS",
-           "THROUGHPUT", "ID")
+# The headline right after what ran, so an 80-column terminal keeps it in sight; the wide
+# device name and the id come last.
+COLUMNS = ("✓", "BENCHMARK", "MODEL", "THROUGHPUT", "MFU", "STATUS", "PREC", "BATCH",
+           "STARTED", "DEVICE", "ID")
 
 
 class ResultsTable(DataTable[str | Text]):
@@ -65,11 +67,14 @@ class ResultsTable(DataTable[str | Text]):
         rows: list[tuple[str, list[str | Text]]] = []
         for d in reversed(docs):  # newest first
             style = styles(f"status--{d.status}", partial=True)
+            mfu = d.flops.mfu if d.flops is not None else None
             rows.append((d.id, [
-                self._mark_cell(d.id), when(d.started_at, short=True), Text(printable(d.benchmark)),
-                Text(printable(d.model or "—")), Text(printable(d.device_name or d.device or "")),
+                self._mark_cell(d.id), Text(printable(d.benchmark)),
+                Text(printable(d.model or "—")), Text(fmt_headline(d)),
+                "—" if mfu is None else f"{mfu * 100:.1f} %", Text(d.status, style=style),
                 Text(printable(d.precision or "")), str(d.batch_size or "—"),
-                Text(d.status, style=style), Text(fmt_headline(d)), Text(printable(d.id))]))
+                when(d.started_at, short=True),
+                Text(printable(d.device_name or d.device or "")), Text(printable(d.id))]))
         self._set_columns([[r[i] for _, r in rows] for i in range(len(COLUMNS))])
         for key, row in rows:
             self.add_row(*row, key=key)

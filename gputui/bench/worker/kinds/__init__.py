@@ -2,9 +2,9 @@
 
 A kind is a function `run(ctx: Ctx) -> None` registered under a name with `@register`
 in its own module, listed in MODULES.
-Benchmarks whose catalog name is registered (matmul, membw, batch-finder,
-train-to-accuracy) run that kind; the others run by variant: "sweep" with --sweep, "ddp"
-with --nproc > 1, else the catalog's kind ("train" or "infer").
+Benchmarks whose catalog name is registered (matmul, membw, batch-finder, lm-train,
+lm-infer, attention, train-to-accuracy) run that kind; the others run by variant: "sweep"
+with --sweep, "ddp" with --nproc > 1, else the catalog's kind ("train" or "infer").
 
 A kind reports through its context: `ctx.emit(event)` for progress, `ctx.add_point(point)`
 for a measured point (emitted and kept), and fills `ctx.result` (a ResultBuilder).
@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
     "batch-finder": "batch_finder", "train-to-accuracy": "train_to_accuracy",
     "matmul": "matmul", "membw": "membw",
     "p2p": "interconnect", "allreduce": "interconnect",
+    "lm-train": "lm_train", "lm-infer": "lm_infer", "attention": "attention",
 }
 
 

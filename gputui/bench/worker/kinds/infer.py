@@ -53,4 +53,8 @@ def run_infer(ctx: Ctx) -> None:
         res.settings["latency"] = ("offline: not measured (queued batches have no request "
                                    "latency); per-batch step time is in step_time_ms")
     res.peak_memory_bytes = peak_memory(dev)
+    if res.status == "ok":
+        from gputui.bench.worker.kinds.train import model_flops
+
+        model_flops(ctx, step, wl, train=False)
     maybe_profile(ctx, step)

@@ -86,5 +86,14 @@ def run_sweep(ctx: Ctx) -> None:
     if best is not None:
         res.throughput, res.batch_size = best[2], best[1]
         res.extra["best_batch"] = best[1]
+        if res.status == "ok":
+            # Model FLOPs per sample do not depend on the batch: counted at the smallest.
+            from gputui.bench.worker.kinds.train import model_flops
+
+            wl = step = None
+            free_memory(dev)
+            wl = make_workload(req, dev, sizes[0])
+            step = (TrainStep if train else InferStep)(wl, dev, req.precision, False)
+            model_flops(ctx, step, wl, train)
     else:
         res.extra["best_batch"] = None

@@ -16,6 +16,24 @@ from gputui.bench.worker.measure import (
 )
 
 
+def model_flops(ctx: Ctx, step: object, wl: object, train: bool) -> None:
+    """The result's `flops`: counted by torch for CNNs, the RNN formula for LSTM/GRU."""
+    from gputui.bench import flops
+    from gputui.bench.worker.kinds.flop_count import (
+        attach_counted,
+        infer_step_counter,
+        train_step_counter,
+    )
+
+    p, req = ctx.params, ctx.request
+    count = train_step_counter(step) if train else infer_step_counter(step)
+    analytic = (flops.rnn_per_token(str(req.model), int(p["hidden"]), int(p["layers"]),
+                                    int(p["vocab"]), train)
+                if req.benchmark.startswith("rnn") else None)
+    attach_counted(ctx, count, wl.samples_per_step,  # type: ignore[attr-defined]
+                   analytic=analytic, formula=flops.RNN_FORMULA if analytic else None)
+
+
 @register("train")
 def run_train(ctx: Ctx) -> None:
     from gputui.bench.worker.workloads import TrainStep
@@ -28,6 +46,7 @@ def run_train(ctx: Ctx) -> None:
     res.peak_memory_bytes = peak_memory(dev)
     fill_loop(res, loop, unit)
     if not loop.stopped_early:
+        model_flops(ctx, step, wl, train=True)
         n = 10 if dev.type == "cuda" else 3
         res.phases_ms = measure_phases(ctx, step, n)
         res.settings["phases"] = (

@@ -192,3 +192,16 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     })
     if ctx.cancel.is_set() and reached_at is None:
         res.status = "cancelled"
+    # Model FLOPs of the student's step (the teacher's labelling is not the model's work),
+    # counted on a copy so the measured model is left as it ended.
+    from gputui.bench.worker.kinds.flop_count import attach_counted
+
+    probe = copy.deepcopy(student)
+    xs = synthetic_images(b, size, dev, gen, channels_last)
+    ys = teacher(xs).argmax(1)
+
+    def count_pass() -> None:
+        with autocast(dev, req.precision):
+            loss_fn(probe(xs).float(), ys).backward()
+
+    attach_counted(ctx, count_pass, b)
