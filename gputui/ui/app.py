@@ -415,7 +415,7 @@ class GputuiApp(App[int]):
             return
         from gputui.ui.screens.bench import toggle_bench_screen
 
-        toggle_bench_screen(self)
+        toggle_bench_screen(self, self.latest)
 
     def action_doctor(self) -> None:
         if self.player is not None:

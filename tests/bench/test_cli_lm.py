@@ -10,7 +10,9 @@ import json
 import pytest
 
 # data_dir is an autouse fixture: every run here saves into a temporary results dir.
-from .test_cli_bench import assert_usage_error, data_dir, gputui, needs_torch  # noqa: F401
+from tests.cli import CliRunner
+
+from .test_cli_bench import assert_usage_error, data_dir, needs_torch  # noqa: F401
 
 
 @pytest.mark.parametrize(
@@ -22,12 +24,13 @@ from .test_cli_bench import assert_usage_error, data_dir, gputui, needs_torch  #
         (["run", "lm-infer", "--new-tokens", "0"], "--new-tokens"),
     ],
 )
-def test_bad_llm_input_is_one_line_exit_2(argv: list[str], fragment: str) -> None:
+def test_bad_llm_input_is_one_line_exit_2(argv: list[str], fragment: str,
+                                         gputui: CliRunner) -> None:
     assert_usage_error(gputui("bench", *argv), fragment)
 
 
 @needs_torch
-def test_lm_infer_flags_reach_the_result_show_and_export() -> None:
+def test_lm_infer_flags_reach_the_result_show_and_export(gputui: CliRunner) -> None:
     proc = gputui("bench", "run", "lm-infer", "--device", "cpu", "--threads", "1",
                   "--steps", "2", "--warmup", "0", "--prompt-len", "4", "--new-tokens", "3",
                   "--json")

@@ -5,6 +5,7 @@ every few seconds; a process that appears later is still described."""
 from __future__ import annotations
 
 import os
+import time
 
 import psutil
 import pytest
@@ -177,6 +178,10 @@ def test_a_process_that_ends_between_readings_keeps_its_row_without_host_facts()
     import subprocess
 
     child = subprocess.Popen(["sleep", "60"])
+    # Just after exec the kernel may not show the new command line yet: wait until it does.
+    deadline = time.monotonic() + 10
+    while psutil.Process(child.pid).cmdline() != ["sleep", "60"] and time.monotonic() < deadline:
+        time.sleep(0.01)
     src = HostSource()
     rows = (GpuProcess(0, child.pid, 1 << 20),)
     assert src.describe(rows)[0].command == "sleep 60"

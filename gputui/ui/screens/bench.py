@@ -132,16 +132,17 @@ class BenchScreen(Screen[None]):
         Binding("shift+tab", "app.focus_previous", show=False, priority=True),
     ]
 
-    def __init__(self, session: BenchSession) -> None:
+    def __init__(self, session: BenchSession, snapshot: Snapshot | None = None) -> None:
         super().__init__()
         self.session = session
+        self.snapshot = snapshot  # the latest reading (then from SnapshotShown messages)
         self._ongoing: Any = None  # the tested GPU's ongoing throttle episode (from frames)
 
     def compose(self) -> ComposeResult:
         yield Static("Benchmarks  (esc/b: back to the monitor · Tab: next field · "
                      "Enter: run)", classes="title")
         with Horizontal(id="bench-top"):
-            yield BenchForm(id="bench-left")
+            yield BenchForm(id="bench-left", snapshot=self.snapshot)
             yield LiveRunView(id="bench-live")
         yield ResultsTable(id="results")
         yield FittedFooter()
@@ -205,6 +206,9 @@ class BenchScreen(Screen[None]):
         self.refresh_live()
 
     def on_snapshot_shown(self, message: SnapshotShown) -> None:
+        self.snapshot = message.snapshot
+        with contextlib.suppress(NoMatches):
+            self.form.snapshot = message.snapshot  # the device field's GPU choices
         live = self.session.current
         frame = message.frame
         if live is not None:
@@ -231,7 +235,7 @@ class BenchScreen(Screen[None]):
         if live is None:
             view.show_nothing()
             return
-        snap = snap or getattr(self.app, "latest", None)
+        snap = snap or self.snapshot
         view.show(live, self.session.episodes_for(live), live.finished_wall or datetime.now(UTC),
                   snap if isinstance(snap, Snapshot) else None, self._ongoing)
 
@@ -304,9 +308,10 @@ class BenchScreen(Screen[None]):
         self.app.push_screen(CompareScreen(a, b))
 
 
-def toggle_bench_screen(app: App[Any]) -> None:
-    """The app's `b`: open the benchmark screen, or go back from it."""
+def toggle_bench_screen(app: App[Any], latest: Snapshot | None = None) -> None:
+    """The app's `b`: open the benchmark screen (showing `latest`, the app's last
+    reading, until the next frame), or go back from it."""
     if isinstance(app.screen, BenchScreen):
         app.pop_screen()
         return
-    app.push_screen(BenchScreen(bench_session(app)))
+    app.push_screen(BenchScreen(bench_session(app), latest))

@@ -199,8 +199,9 @@ class QueueList(OptionList):
 class BenchForm(VerticalScroll):
     """The left pane of the bench screen. Its buttons' presses bubble to the screen."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, snapshot: Snapshot | None = None) -> None:
         super().__init__(id=id)
+        self.snapshot = snapshot  # the latest reading: its GPUs are the device choices
         self.bench_name = next(iter(catalog.BENCHMARKS))
         self._restoring = False
 
@@ -274,8 +275,8 @@ class BenchForm(VerticalScroll):
             lst.highlighted = min(keep or 0, len(queue) - 1)
 
     def _device_choices(self) -> list[str]:
-        snap = getattr(self.app, "latest", None)
-        gpus = [f"cuda:{g.index}" for g in snap.gpus] if isinstance(snap, Snapshot) else []
+        snap = self.snapshot
+        gpus = [f"cuda:{g.index}" for g in snap.gpus] if snap is not None else []
         return ["auto", "cpu", "cuda", *gpus]
 
     def restore(self, form: Mapping[str, Any]) -> None:
