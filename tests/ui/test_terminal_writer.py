@@ -1,0 +1,198 @@
+"""The terminal writer: what it sends makes the same screen as Textual's own output.
+
+A minimal terminal (cells, SGR attributes, wide characters, auto-wrap) is fed Textual's
+real output of the monitor (8 GPUs, ticks fed by hand, a wide-character process name)
+and, separately, what the writer makes of it; after every write both screens must be
+identical, and the writer must send far fewer bytes.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.cells import cell_len
+from textual.drivers.headless_driver import HeadlessDriver
+
+from gputui.telemetry.sampler import Sampler
+from gputui.ui.app import GputuiApp
+from gputui.ui.options import AppOptions
+from gputui.ui.terminal_writer import SYNC_END, SYNC_START, DiffingDriver, ScreenDiff
+from tests.ui.helpers import feed, gpu, proc, snap
+
+WIDTH, HEIGHT = 160, 50
+
+
+class Terminal:
+    """Just enough of a VT100/xterm to see what a screen shows."""
+
+    def __init__(self, width: int = WIDTH, height: int = HEIGHT) -> None:
+        self.width, self.height = width, height
+        self.cells = [[(" ", ())] * width for _ in range(height)]
+        self.row = self.col = 0
+        self.attrs: dict[str, object] = {}
+
+    def screen(self) -> list[list[tuple[str, tuple[object, ...]]]]:
+        return [list(row) for row in self.cells]
+
+    def feed(self, data: str) -> None:
+        i = 0
+        while i < len(data):
+            ch = data[i]
+            if data.startswith("\x1b[", i):
+                j = i + 2
+                while not ("@" <= data[j] <= "~"):
+                    j += 1
+                self.csi(data[i + 2:j], data[j])
+                i = j + 1
+            elif data.startswith(("\x1b]", "\x1bP"), i):  # strings: no cells
+                ends = [e for e in (data.find("\x07", i), data.find("\x1b\\", i + 1)) if e > 0]
+                i = min(ends) + (1 if min(ends) == data.find("\x07", i) else 2)
+            elif ch == "\r":
+                self.col, i = 0, i + 1
+            elif ch == "\n":
+                self.row, i = min(self.row + 1, self.height - 1), i + 1
+            elif ch < " ":
+                i += 1
+            else:
+                self.put(ch)
+                i += 1
+
+    def put(self, ch: str) -> None:
+        width = cell_len(ch)
+        if self.col + width > self.width:  # auto-wrap
+            self.col, self.row = 0, min(self.row + 1, self.height - 1)
+        row, style = self.cells[self.row], tuple(sorted(self.attrs.items()))
+        for c in (self.col, self.col + width - 1):  # a half-overwritten wide char is blanked
+            if row[c][0] == "" and c > 0:
+                row[c - 1] = (" ", row[c - 1][1])
+            if c + 1 < self.width and row[c + 1][0] == "" and cell_len(row[c][0]) == 2:
+                row[c + 1] = (" ", row[c + 1][1])
+        row[self.col] = (ch, style)
+        if width == 2:
+            row[self.col + 1] = ("", style)
+        self.col += width
+
+    def csi(self, params: str, final: str) -> None:
+        if params.startswith("?") or final not in "HmJ":
+            return
+        if final == "H":
+            r, _, c = params.partition(";")
+            self.row, self.col = int(r or 1) - 1, int(c or 1) - 1
+        elif final == "J":
+            self.cells = [[(" ", ())] * self.width for _ in range(self.height)]
+        else:
+            self.sgr([int(p or 0) for p in params.split(";")] if params else [0])
+
+    def sgr(self, codes: list[int]) -> None:
+        names = {1: "bold", 2: "dim", 3: "italic", 4: "underline", 5: "blink", 7: "reverse",
+                 8: "conceal", 9: "strike", 53: "overline"}
+        while codes:
+            code = codes.pop(0)
+            if code == 0:
+                self.attrs.clear()
+            elif code in names:
+                self.attrs[names[code]] = True
+            elif code in (38, 48):
+                kind = codes.pop(0)
+                value = codes.pop(0) if kind == 5 else tuple(codes.pop(0) for _ in range(3))
+                self.attrs["fg" if code == 38 else "bg"] = value
+            elif 30 <= code <= 37 or 90 <= code <= 97:
+                self.attrs["fg"] = code
+            elif 40 <= code <= 47 or 100 <= code <= 107:
+                self.attrs["bg"] = code
+            else:
+                self.attrs[f"sgr{code}"] = True
+
+
+def check_same(writes: list[str]) -> tuple[int, int]:
+    """Feed `writes` to one terminal as they are and to another through the writer;
+    the screens agree after every write. Returns (bytes Textual wrote, bytes sent)."""
+    full, reduced, diff = Terminal(), Terminal(), ScreenDiff()
+    diff.resize((WIDTH, HEIGHT))
+    sent = 0
+    for data in writes:
+        out = diff.write(data)
+        full.feed(data)
+        reduced.feed(out)
+        sent += len(out.encode())
+        if data != SYNC_START:
+            assert reduced.screen() == full.screen()
+    return sum(len(d.encode()) for d in writes), sent
+
+
+class Recording(HeadlessDriver):
+    """Textual's output as it would go to a terminal, kept instead of written."""
+
+    writes: ClassVar[list[str]] = []
+
+    @property
+    def is_headless(self) -> bool:
+        return False  # Textual renders frames only for a driver with output
+
+    def write(self, data: str) -> None:
+        Recording.writes.append(data)
+
+
+async def test_monitor_ticks_look_the_same_with_far_fewer_bytes() -> None:
+    Recording.writes = []
+    sampler = Sampler(interval=1.0, nvml=None)
+    app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+    assert app.driver_class is DiffingDriver  # what a real terminal gets
+    app.driver_class = Recording
+    procs = [proc(31337, 0, 61.5, command="python 训练.py --模型 resnet50"),
+             proc(4711, 3, 18.25, user="bob", command="python serve.py")]
+    async with app.run_test(size=(WIDTH, HEIGHT), headless=False) as pilot:
+        for t in range(12):
+            feed(sampler, t, t + 1, lambda t: snap(t, [gpu(i, t) for i in range(8)], procs))
+            await pilot.pause()
+    frames = [w for w in Recording.writes if len(w) > 1000]
+    assert len(frames) >= 12  # a first full screen and repaints on every tick
+    first = Recording.writes.index(frames[0])
+    textual_bytes, sent = check_same(Recording.writes)
+    # After the first full screen, each tick changes a few digits per GPU.
+    _, steady = check_same(Recording.writes[:first + 1])
+    assert "训练" in "".join(frames)
+    assert sent - steady < (textual_bytes - steady) / 5
+
+
+def test_an_unchanged_frame_sends_nothing_and_a_change_sends_its_cells() -> None:
+    diff = ScreenDiff()
+    diff.resize((20, 3))
+    frame = "\x1b[1;1H\x1b[1;38;5;9mGPU 0\x1b[0m\x1b[0;7m 42%\x1b[0m\x1b[3;1H"
+    assert diff.write(SYNC_START) == ""
+    assert diff.write(frame).startswith(SYNC_START)
+    assert diff.write(SYNC_END) == SYNC_END
+    for part in (SYNC_START, frame, SYNC_END):
+        assert diff.write(part) == ""  # the marks of an empty frame are dropped too
+    out = diff.write(frame.replace("42", "43"))
+    assert out == "\x1b[1;8H\x1b[0;7m3\x1b[0m\x1b[3;1H"
+
+
+def test_wide_characters_are_written_whole() -> None:
+    writes = ["\x1b[1;1Hab训练cd\x1b[2;1Hxx", "\x1b[1;1Hab训x cd", "\x1b[1;1Ha训练 cd",
+              "\x1b[1;1Ha训练 ce", "\x1b[1;1H训练训练"]
+    check_same(writes)
+
+
+def test_unknown_output_goes_out_as_is_and_the_screen_is_redrawn_after() -> None:
+    frame = "\x1b[1;1Hhello\x1b[2;1Hworld"
+    diff = ScreenDiff()
+    diff.resize((20, 3))
+    diff.write(frame)
+    clear = "\x1b[2J\x1b[1;1Hhello"
+    assert diff.write(clear) == clear  # a clear: not modelled, sent as Textual wrote it
+    assert "world" in diff.write(frame)  # the model was forgotten: all of it again
+    diff.resize((30, 3))  # the terminal was resized: nothing is known any more
+    assert "hello" in diff.write(frame)
+    check_same([frame, clear, frame, "\x1b[1;3H\x1b[5Amore", frame])
+
+
+def test_modes_and_notifications_pass_through_in_order() -> None:
+    diff = ScreenDiff()
+    diff.resize((20, 3))
+    diff.write("\x1b[1;1Hhi")
+    data = "\x1b[?25l\x1b]9;done\x07\x1b[1;1Hho\x07\x1bPtmux;x\x1b\\"
+    assert diff.write(data) == ("\x1b[?25l\x1b]9;done\x07\x1b[1;2Ho\x07\x1bPtmux;x\x1b\\"
+                                "\x1b[1;3H")
+    assert diff.write("\x1b[?1049h") == "\x1b[?1049h"  # the other screen: nothing known
+    assert diff.write("\x1b[1;1Hho") == "\x1b[1;1Hho\x1b[1;3H"
