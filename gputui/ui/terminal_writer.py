@@ -255,11 +255,11 @@ class DiffingDriver(LinuxDriver):
         super().start_application_mode()
 
     def write(self, data: str) -> None:
-        with self._lock:
+        with self._lock:  # (the writer's queue takes the bytes in the order they were made)
             self.screen_diff.resize(_terminal_size())
             data = self.screen_diff.write(data)
-        if data:
-            super().write(data)
+            if data:
+                super().write(data)
 
 
 def _terminal_size() -> tuple[int, int] | None:
