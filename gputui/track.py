@@ -33,7 +33,10 @@ from __future__ import annotations
 import os
 import struct
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 MAGIC = b"GPUTUIJ1"
 VERSION = 1
@@ -105,9 +108,13 @@ def _default_name() -> str:
 
 
 class Tracker:
-    """One process's reporting (module-level functions use a single instance)."""
+    """One process's reporting (module-level functions use a single instance).
 
-    def __init__(self) -> None:
+    `clock` gives the steps' end times (monotonic seconds: the monitor reads them on
+    the same clock); tests pass a fake one."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._mm: Any = None  # the mmap while reporting
         self._fd = -1
         self._path: str | None = None
@@ -151,7 +158,7 @@ class Tracker:
             s = self.samples + k
             t = self.tokens + m
             SLOT.pack_into(mm, HEADER_SIZE + (n % RING_SLOTS) * SLOT.size,
-                           n, n, time.monotonic(), s, t, n)
+                           n, n, self._clock(), s, t, n)
             # Counted only once written: a value the file cannot hold changes nothing.
             self.step_no = n
             self.samples = s
@@ -193,7 +200,7 @@ class Tracker:
                 os.close(self._fd)
             except OSError:
                 pass
-        self.__init__()  # type: ignore[misc]
+        self.__init__(self._clock)  # type: ignore[misc]
 
     # --- the file ------------------------------------------------------------------------
 
@@ -217,7 +224,7 @@ class Tracker:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-            header = HEADER.pack(MAGIC, VERSION, pid, time.monotonic(), time.time(),
+            header = HEADER.pack(MAGIC, VERSION, pid, self._clock(), time.time(),
                                  _text(self._name or _default_name(), NAME_BYTES),
                                  CVD_UNSET if cvd is None else _text(cvd, CVD_BYTES))
             data = header.ljust(FILE_SIZE, b"\x00")

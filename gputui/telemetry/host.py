@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -63,12 +64,13 @@ class CpuLoad:
 
 
 class HostSource:
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock  # monotonic seconds (tests pass a fake clock)
         self.hostname = socket.gethostname()
         # CPU % measures since the previous reading: prime it so the first real reading
         # covers one interval rather than reporting 0.
         self._cpu = CpuLoad()
-        self._primed_at: float | None = time.monotonic()
+        self._primed_at: float | None = clock()
         self._procs: dict[int, psutil.Process] = {}
         self._facts: dict[int, _Facts] = {}  # pid → user, command, start, container
         self._cpu_seen: dict[int, tuple[float, float]] = {}  # pid → (CPU s, when read)
@@ -78,7 +80,7 @@ class HostSource:
 
     def read(self) -> HostSample:
         mem_used, mem_total = _memory()
-        now = time.monotonic()
+        now = self._clock()
         if self._swap is None or now - self._swap[0] >= SWAP_EVERY_S:
             sw = psutil.swap_memory()
             self._swap = (now, int(sw.used), int(sw.total))
@@ -90,7 +92,7 @@ class HostSource:
         cpu, per_core = self._cpu.percent()
         if self._primed_at is not None:
             # Right after priming the delta covers a few ms and reads as a made-up 0 %.
-            if time.monotonic() - self._primed_at < MIN_CPU_WINDOW_S:
+            if now - self._primed_at < MIN_CPU_WINDOW_S:
                 cpu, per_core = None, ()  # type: ignore[assignment]
             self._primed_at = None
         return HostSample(
@@ -115,7 +117,7 @@ class HostSource:
         alive: dict[int, psutil.Process] = {}
         facts: dict[int, _Facts] = {}
         cpu_seen: dict[int, tuple[float, float]] = {}
-        now = time.monotonic()
+        now = self._clock()
         missing = {pid: t for pid, t in self._missing.items() if now - t < MISSING_RETRY_S}
         out: list[GpuProcess] = []
         # One reading per PID per call: a process on two GPUs has two rows; its other

@@ -55,7 +55,10 @@ class Sampler:
     def __init__(self, *, interval: float = 1.0, nvml: object | None = None,
                  nvml_error: str | None = None, host: HostSource | None = None,
                  alerts: bool = False, read_timeout_s: float | None = None,
-                 jobs: JobSource | None = None) -> None:
+                 jobs: JobSource | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 wait: Callable[[threading.Event, float], object] = threading.Event.wait,
+                 ) -> None:
         if not interval >= MIN_INTERVAL_S:
             raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
         self.interval = interval
@@ -79,6 +82,11 @@ class Sampler:
         self._readers: ReaderThreads | None = None
         # The last process records read from NVML, and the same with host facts added.
         self._described: tuple[tuple[GpuProcess, ...], tuple[GpuProcess, ...]] = ((), ())
+        # The monotonic clock of the snapshots, the jobs' rates and the tick schedule, and
+        # how the thread waits for its next tick (on the stop event): tests pass a fake
+        # clock and a wait that moves it, so that time is not slept.
+        self._clock = clock
+        self._wait = wait
 
     @classmethod
     def open(cls, *, interval: float = 1.0, process_every: int | None = None,
@@ -193,20 +201,21 @@ class Sampler:
         if procs:
             procs = self._describe(procs)
         host = self.host.read()
-        jobs = self._read_jobs(gpus, procs)
+        mono = self._clock()
+        jobs = self._read_jobs(gpus, procs, mono)
         with self._lock:
             self._seq += 1
             seq = self._seq
-        return Snapshot(time=datetime.now(UTC), mono=time.monotonic(), system=self.system,
+        return Snapshot(time=datetime.now(UTC), mono=mono, system=self.system,
                         host=host, gpus=gpus, processes=procs, nvml_error=self.nvml_error,
                         seq=seq, skipped_ticks=self.skipped_ticks, jobs=jobs,
                         events=self.nvml.take_events()  # type: ignore[attr-defined]
                         if hasattr(self.nvml, "take_events") else ())
 
-    def _read_jobs(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...]
-                   ) -> tuple[JobReading, ...]:
+    def _read_jobs(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...],
+                   mono: float) -> tuple[JobReading, ...]:
         try:
-            return self.jobs.read(gpus, procs)
+            return self.jobs.read(gpus, procs, now_mono=mono)
         except Exception:  # a damaged job file must not cost the GPUs their tick
             logging.getLogger("gputui").exception("reading training jobs failed")
             return ()
@@ -319,18 +328,18 @@ class Sampler:
         t.join(0.5)
 
     def _run(self) -> None:
-        next_at = time.monotonic()
+        next_at = self._clock()
         while not self._stop.is_set():
             try:
                 self.tick()
             except Exception:
                 logging.getLogger("gputui").exception("sampler tick failed")
             next_at += self.interval
-            now = time.monotonic()
+            now = self._clock()
             if now > next_at:
                 # Slow reads made us late: skip the missed ticks instead of firing them
                 # back to back, and count them so the UI can say so.
                 missed = int((now - next_at) // self.interval) + 1
                 self.skipped_ticks += missed
                 next_at += missed * self.interval
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
+            self._wait(self._stop, max(0.0, next_at - self._clock()))

@@ -1,15 +1,16 @@
-"""Training jobs on fake-NVML GPUs that throttle from second N, in real time.
+"""Training jobs on fake-NVML GPUs that throttle from second N, on a fake clock.
 
-Three fake job processes (tests/telemetry/fake_job.py: steps timed by sleeps, reported
-with gputui.track) share the fake NVML's clock with a 3-GPU scenario:
+Three fake job processes (tests/telemetry/fake_job.py --driven, reported with
+gputui.track) share one fake clock with a 3-GPU fake-NVML scenario and the sampler:
 
     GPU 0 throttles (HW thermal slowdown) from second N to M; job A runs on it and its
     steps take 2.5× as long over the same seconds;
     GPU 1 throttles over the same seconds; job B runs on it and keeps its pace;
     GPU 2 stays calm; job C runs on it and slows over the same seconds anyway.
 
-The monitor's sampler reads NVML and the jobs every half second. Expected: one
-job_slowdown, for job A on GPU 0, ended after the throttle with the samples it cost;
+The test moves the clock half a second at a time: the jobs report the steps that end by
+then, the fake NVML reads that second of the scenario, and the sampler ticks. Expected:
+one job_slowdown, for job A on GPU 0, ended after the throttle with the samples it cost;
 nothing for GPU 1 or job B; job C only marked slowed. The rates reach `snapshot --json`,
 the exporter and the TUI's Jobs box.
 """
@@ -17,6 +18,7 @@ the exporter and the TUI's Jobs box.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -29,6 +31,7 @@ import pytest
 from gputui.fleet.exporter import job_metrics
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.job_alerts import SLOWED_WORDS
+from gputui.telemetry.nvml import NvmlSource
 from gputui.telemetry.sampler import Sampler
 from gputui.ui.app import GputuiApp
 from gputui.ui.options import AppOptions
@@ -41,7 +44,9 @@ FAKE_JOB = Path(__file__).with_name("fake_job.py")
 THROTTLE_FROM_S = 7.0  # the jobs need ~5 s of history before a slowdown can be judged
 THROTTLE_UNTIL_S = 12.0
 END_S = 17.5  # the rates' 5 s window has left the slow seconds behind by then
-STEP_S, SLOW_STEP_S, BATCH = 0.1, 0.25, 32
+TICK_S = 0.5
+# Binary fractions: the steps' times add up exactly, so the rates come out exact.
+STEP_S, SLOW_STEP_S, BATCH = 0.125, 0.3125, 32
 
 
 def scenario(pids: dict[str, int]) -> dict[str, object]:
@@ -78,7 +83,7 @@ def jobs(runtime: Path) -> Iterator[dict[str, subprocess.Popen[str]]]:
     args = {"A": slow, "B": [], "C": slow}
     procs = {name: subprocess.Popen(
         [sys.executable, str(FAKE_JOB), "--name", f"job-{name}", "--step-s", str(STEP_S),
-         "--samples", str(BATCH), "--tokens", str(BATCH * 128), *extra],
+         "--samples", str(BATCH), "--tokens", str(BATCH * 128), "--driven", *extra],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         for name, extra in args.items()}
     try:
@@ -89,15 +94,35 @@ def jobs(runtime: Path) -> Iterator[dict[str, subprocess.Popen[str]]]:
             p.wait()
 
 
-def start_clock(procs: dict[str, subprocess.Popen[str]], fake_time: float) -> None:
-    """Hand the jobs the fake NVML's clock: time.monotonic() at its second 0."""
-    t0 = time.monotonic() - fake_time
-    for p in procs.values():
-        assert p.stdin is not None and p.stdout is not None
-        p.stdin.write(f"{t0!r}\n")
-        p.stdin.flush()
-    for p in procs.values():
-        assert p.stdout is not None and p.stdout.readline().strip() == "stepping"
+class FakeClock:
+    """The one clock of the jobs, the fake NVML and the sampler: `base` (whole seconds of
+    time.monotonic(), so that adding binary fractions to it is exact) plus `t` seconds of
+    the scenario."""
+
+    def __init__(self, procs: dict[str, subprocess.Popen[str]], fake_nvml: object) -> None:
+        self.base = float(math.floor(time.monotonic()))
+        self.t = 0.0
+        self.procs = procs
+        self.fake_nvml = fake_nvml
+        for p in procs.values():
+            assert p.stdin is not None
+            p.stdin.write(f"{self.base!r}\n")
+            p.stdin.flush()
+
+    def __call__(self) -> float:
+        return self.base + self.t
+
+    def advance_to(self, t: float) -> None:
+        """Second `t` of the scenario: the jobs have reported the steps that end by
+        then, and the fake NVML reads that second."""
+        self.t = t
+        for p in self.procs.values():
+            assert p.stdin is not None
+            p.stdin.write(f"{t!r}\n")
+            p.stdin.flush()
+        for p in self.procs.values():
+            assert p.stdout is not None and p.stdout.readline().strip() == f"at {t!r}"
+        self.fake_nvml.set_time(t)  # type: ignore[attr-defined]
 
 
 async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
@@ -105,17 +130,17 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
         runtime: Path, tmp_path: Path) -> None:
     pids = {name: p.pid for name, p in jobs.items()}
     path = write_scenario(tmp_path / "jobs.conf", scenario(pids))
-    fake_nvml.use(path, frozen_time=None)  # type: ignore[attr-defined]
-    sampler = Sampler.open(interval=0.5, process_every=1, alerts=True)
+    fake_nvml.use(path, frozen_time=0.0)  # type: ignore[attr-defined]
+    clock = FakeClock(jobs, fake_nvml)
+    src = NvmlSource(process_every=1)
+    src.open_system()
+    sampler = Sampler(interval=TICK_S, nvml=src, alerts=True, clock=clock)
     frames: list[Frame] = []
     sampler.subscribe_frames(frames.append)
     try:
-        start_clock(jobs, fake_nvml.time())  # type: ignore[attr-defined]
-        next_at = time.monotonic()
-        while fake_nvml.time() < END_S:  # type: ignore[attr-defined]
+        for k in range(round(END_S / TICK_S) + 1):
+            clock.advance_to(k * TICK_S)
             sampler.tick()
-            next_at += 0.5
-            time.sleep(max(0.0, next_at - time.monotonic()))
 
         raised = [a for f in frames for a in f.raised if a.kind == "job_slowdown"]
         (alert,) = raised
@@ -130,7 +155,10 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
         (ended,) = frames[-1].job_slowdowns
         assert not ended.active and ended.values is not None
         assert ended.values["duration_s"] > 0  # type: ignore[operator]
-        assert ended.values["samples_lost"] > 0  # type: ignore[operator]
+        # An estimate from the slowdown's detection to its recovery: some, and no more
+        # than the slow steps cost (each second of them: 1/STEP_S - 1/SLOW_STEP_S steps).
+        slow_cost = (THROTTLE_UNTIL_S - THROTTLE_FROM_S) * (1 / STEP_S - 1 / SLOW_STEP_S)
+        assert 0 < ended.values["samples_lost"] <= slow_cost * BATCH  # type: ignore[operator]
         # Job C slowed on a calm GPU: marked slowed while it lasted, and nothing sent.
         states_c = [s for f in frames for s in f.jobs if s.pid == pids["C"]]
         assert any(s.status == "slowed" and s.words == SLOWED_WORDS for s in states_c)
@@ -143,15 +171,15 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
         for name, gpu_index in (("A", 0), ("B", 1), ("C", 2)):
             j = by_pid[pids[name]]
             assert j.name == f"job-{name}" and j.gpus == (gpu_index,)
-            # Sleeps only ever last longer than asked: at most one batch per step time.
-            assert 0 < (j.samples_per_s or 0) <= BATCH / STEP_S
+            # Back at its pace (the window is past the slow seconds): a batch a step.
+            assert j.samples_per_s == BATCH / STEP_S and j.step_time_s == STEP_S
             assert j.tokens_per_s == pytest.approx((j.samples_per_s or 0) * 128)
         # The exporter serves the same numbers, one series per job and GPU.
         (samples_family, _tokens) = list(job_metrics(last))
         served = {(s.labels["pid"], s.labels["gpu"]): s.value for s in samples_family.samples}
         assert served[(str(pids["A"]), "0")] == by_pid[pids["A"]].samples_per_s
 
-        # The TUI shows the jobs with their rates.
+    # The TUI shows the jobs with their rates.
         app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
         async with app.run_test(size=(160, 48)) as pilot:
             sampler.ingest(last)
@@ -165,7 +193,8 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
     finally:
         sampler.close()
 
-    # `gputui snapshot --json` in another process (its own fake clock) reads the jobs too.
+    # `gputui snapshot --json` in another process reads the jobs too (on the real clock,
+    # the jobs' last steps are seconds ahead of it: their rates are as above).
     env = fake_nvml_lib.env(path)  # type: ignore[attr-defined]
     env.update(XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-m", "gputui", "snapshot", "--json"],
@@ -176,5 +205,5 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
     assert set(listed) == set(pids.values())
     a = listed[pids["A"]]
     assert a["name"] == "job-A" and a["gpus"] == [0] and a["step"] > 0
-    assert 0 < a["samples_per_s"] <= BATCH / STEP_S and a["step_time_s"] >= STEP_S
+    assert a["samples_per_s"] == BATCH / STEP_S and a["step_time_s"] == STEP_S
     assert a["updated"].endswith("Z") and a["tokens_per_s"] > 0

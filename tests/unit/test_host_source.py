@@ -26,7 +26,6 @@ class Clock:
 def test_an_invisible_pid_is_looked_up_again_only_after_a_while(
         monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr(host_mod.time, "monotonic", clock)
     lookups: list[int] = []
     real = psutil.Process
 
@@ -35,7 +34,7 @@ def test_an_invisible_pid_is_looked_up_again_only_after_a_while(
         return real(pid)
 
     monkeypatch.setattr(host_mod.psutil, "Process", counting)
-    src = HostSource()
+    src = HostSource(clock=clock)
     gone = 2**22 + 12345  # above Linux's pid_max: no such process
     rows = (GpuProcess(0, gone, 1 << 30), GpuProcess(1, os.getpid(), 1 << 20))
     for _ in range(5):
@@ -79,7 +78,6 @@ def test_a_process_command_and_user_are_read_once_cpu_and_rss_every_time(
 
 def test_swap_is_read_every_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr(host_mod.time, "monotonic", clock)
     reads: list[int] = []
     real = psutil.swap_memory
 
@@ -88,7 +86,7 @@ def test_swap_is_read_every_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None
         return real()
 
     monkeypatch.setattr(host_mod.psutil, "swap_memory", counting)
-    src = HostSource()
+    src = HostSource(clock=clock)
     first = src.read()
     for _ in range(4):
         clock.t += 1.0
@@ -137,9 +135,8 @@ def test_cpu_percent_per_core_and_whole_host_from_one_read(cpu_rows) -> None:  #
 def test_host_cpu_percent_is_the_first_reading_after_priming(
         monkeypatch: pytest.MonkeyPatch, cpu_rows) -> None:  # type: ignore[no-untyped-def]
     clock = Clock()
-    monkeypatch.setattr(host_mod.time, "monotonic", clock)
     cpu_rows([_Times(0, 0, 100)])
-    src = HostSource()
+    src = HostSource(clock=clock)
     clock.t += 1.0
     cpu_rows([_Times(20, 5, 175)])
     sample = src.read()

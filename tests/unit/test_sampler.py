@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import math
-import time
+import threading
 
 import pytest
 
@@ -73,38 +73,57 @@ def test_ingest_tracks_throttling_and_notifies_listeners() -> None:
     assert not s.episodes()[0].ongoing
 
 
-class _SlowSource:
-    """Stands in for NVML on a driver whose calls take longer than the interval."""
+class _SlowDriver:
+    """Stands in for NVML on a driver whose calls take longer than the interval, on a
+    fake clock: each read takes `delay` seconds of it, and the sampler's wait for its
+    next tick moves it by the seconds waited. After `reads` reads the wait blocks on
+    the sampler's stop event, as the real one does."""
 
     system = None
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, reads: int) -> None:
         self.delay = delay
-        self.calls = 0
+        self.reads = reads
+        self.now = 0.0
+        self.starts: list[float] = []  # when each read began, on the fake clock
+        self.enough = threading.Event()
+
+    def clock(self) -> float:
+        return self.now
 
     def read(self) -> tuple[tuple[()], tuple[()]]:
-        self.calls += 1
-        time.sleep(self.delay)
+        self.starts.append(self.now)
+        self.now += self.delay
         return (), ()
+
+    def wait(self, stop: threading.Event, seconds: float) -> None:
+        self.now += seconds
+        if len(self.starts) >= self.reads:
+            self.enough.set()
+            stop.wait()
 
 
 def test_slow_reads_skip_ticks_instead_of_piling_up() -> None:
-    src = _SlowSource(delay=0.35)
-    s = Sampler(interval=0.1, nvml=src)
+    # Each read takes four intervals (exact binary fractions: no rounding in the sums).
+    drv = _SlowDriver(delay=0.5, reads=4)
+    s = Sampler(interval=0.125, nvml=drv, clock=drv.clock, wait=drv.wait)
     s.start()
-    time.sleep(1.2)
+    assert drv.enough.wait(30)
     s.stop()
-    # Each read took >3 intervals: reads never overlap or queue, late ticks are counted.
-    assert src.calls <= 5
-    assert s.skipped_ticks >= src.calls
+    # Reads never overlap or queue: each starts on the first tick after the previous
+    # one ended (no missed ticks fired back to back), and the four ticks each read
+    # overran are counted as skipped.
+    assert drv.starts == [0.0, 0.625, 1.25, 1.875]
+    assert s.skipped_ticks == 4 * len(drv.starts)
 
 
 def test_host_cpu_is_unknown_until_it_covers_a_real_window() -> None:
     from gputui.telemetry.host import MIN_CPU_WINDOW_S, HostSource
 
-    host = HostSource()
+    now = [100.0]
+    host = HostSource(clock=lambda: now[0])
     assert host.read().cpu_pct is None  # a few ms after priming: no made-up 0 %
-    time.sleep(MIN_CPU_WINDOW_S + 0.05)
+    now[0] += MIN_CPU_WINDOW_S + 0.05
     later = host.read()
     assert later.cpu_pct is not None and len(later.cpu_per_core_pct) >= 1
 
