@@ -91,7 +91,7 @@ def test_without_nvml_shows_the_reason(tui: Start, isolated_env: dict[str, str])
 def test_replay_plays_a_recording(tui: Start, isolated_env: dict[str, str],
                                   tmp_path: Path) -> None:
     from gputui.telemetry.record import Recorder
-    from tests.unit.factories import gpu, snapshot
+    from tests.factories import gpu, snapshot
 
     path = tmp_path / "run.jsonl"
     rec = Recorder(path, interval=1.0)

@@ -10,8 +10,8 @@ from prometheus_client.registry import CollectorRegistry
 from gputui.fleet.exporter import SnapshotCollector, ThrottleAccounting
 from gputui.fleet.exposition import render
 from gputui.telemetry.model import JobReading, Snapshot
+from tests.factories import gpu, snapshot
 from tests.fleet.conftest import parse_page, value
-from tests.unit.factories import gpu, snapshot
 
 
 def job(pid: int, gpus: tuple[int, ...], samples: float | None,

@@ -15,8 +15,8 @@ from gputui.fleet.exposition import render
 from gputui.fleet.scrape import parse_metrics
 from gputui.telemetry.mig import MigDevice
 from gputui.telemetry.model import Snapshot
+from tests.factories import gpu, snapshot
 from tests.fleet.conftest import ExporterFactory, http_get, parse_page, wait_for
-from tests.unit.factories import gpu, snapshot
 
 MIB = 1024 * 1024
 GPU0 = {"gpu": "0", "UUID": "GPU-aaaaaaaa-0000-0000-0000-0000000000a0",

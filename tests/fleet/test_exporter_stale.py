@@ -16,9 +16,9 @@ from gputui.fleet.model import FleetHost, FleetSnapshot, HostState
 from gputui.fleet.scrape import parse_metrics
 from gputui.fleet.view import host_rows
 from gputui.telemetry.model import Snapshot
+from tests.factories import gpu, snapshot
 from tests.fakenvml.harness import derive_scenario
 from tests.fleet.conftest import ExporterFactory, Series, parse_page, value, wait_for
-from tests.unit.factories import gpu, snapshot
 
 INTERVAL = 1.0
 

@@ -12,7 +12,7 @@ from gputui.telemetry.alerts import Alert, alert_key
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.model import GpuEvent, GpuSample
 from gputui.telemetry.sampler import Sampler
-from tests.unit.factories import T0, gpu, snapshot
+from tests.factories import T0, gpu, snapshot
 
 SW_POWER = 0x4
 

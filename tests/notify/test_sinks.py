@@ -12,8 +12,8 @@ import pytest
 from gputui.notify.events import Event, EventTracker
 from gputui.notify.notifier import Notifier, summary_lines
 from gputui.notify.sinks import CommandSink, DeliveryError, WebhookSink, url_host
+from tests.factories import T0
 from tests.notify.conftest import Receiver, Silent
-from tests.unit.factories import T0
 
 EVENT = Event(event="started", kind="throttle", gpu=0, uuid="GPU-0", host="trainbox",
               time=T0, started=T0, text="GPU 0: SW power cap, SM clock 1410→1200 MHz",

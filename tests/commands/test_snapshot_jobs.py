@@ -11,7 +11,7 @@ from rich.console import Console
 from gputui.commands.snapshot_view import render_snapshot
 from gputui.telemetry.model import JobReading
 from gputui.telemetry.schema import SchemaError, snapshot_from_dict, snapshot_to_dict
-from tests.unit.factories import T0, gpu, snapshot
+from tests.factories import T0, gpu, snapshot
 
 JOB = JobReading(pid=5150, name="train_gpt.py", gpus=(0, 1), step=1200, samples=38400,
                  tokens=0, samples_per_s=318.25, tokens_per_s=None, step_time_s=0.1006,

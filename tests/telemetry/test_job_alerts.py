@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputui.telemetry.alerts import Alert, AlertEngine
 from gputui.telemetry.job_alerts import SLOWED_WORDS
 from gputui.telemetry.model import GpuSample, JobReading, Snapshot
-from tests.unit.factories import gpu, snapshot
+from tests.factories import gpu, snapshot
 
 PID = 4242
 BATCH = 32

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from gputui.bench.attribution import ThroughputPoint, attribute
 from gputui.telemetry.throttle import ThrottleEpisode
-from tests.unit.factories import T0
+from tests.factories import T0
 
 
 def _episode(start_s: float, end_s: float | None) -> ThrottleEpisode:

@@ -7,7 +7,7 @@ import pytest
 
 from gputui.telemetry.history import History, history_capacity
 from gputui.telemetry.sampler import Sampler
-from tests.unit.factories import gpu, snapshot
+from tests.factories import gpu, snapshot
 
 
 def test_history_keeps_fifteen_minutes_at_one_hertz_and_stays_bounded() -> None:

@@ -18,9 +18,9 @@ import pytest
 
 from gputui import track
 from gputui.telemetry.jobs import JobSource, StepPoint, job_gpus, parse_steps, rates, visible_gpus
-from tests.unit.factories import device, gpu
+from tests.factories import device, gpu
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 FAKE_JOB = ROOT / "tests" / "telemetry" / "fake_job.py"
 OTHER_UID = 65534  # nobody
 

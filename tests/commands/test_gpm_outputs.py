@@ -16,7 +16,7 @@ from gputui.telemetry.record import Recorder, load_recording
 from gputui.telemetry.schema import snapshot_from_dict
 from tests.cli import CliResult
 from tests.fakenvml.harness import FakeNvmlLib, scenario_path
-from tests.unit.test_gpm import H100_EXPECTED
+from tests.telemetry.nvml.test_gpm import H100_EXPECTED
 
 Run = Callable[..., CliResult]
 GPM_COLUMNS = ["sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct",

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from gputui.telemetry import throttle
 from gputui.telemetry.throttle import ThrottleTracker
-from tests.unit.factories import T0, gpu
+from tests.factories import T0, gpu
 
 HW_THERMAL = 0x40
 IDLE = 0x1

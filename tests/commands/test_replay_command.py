@@ -15,7 +15,7 @@ from gputui.telemetry import replay as replay_mod
 from gputui.telemetry.record import Recorder
 from gputui.ui.options import AppOptions
 from tests.cli import CliResult, CliRunner
-from tests.unit.factories import gpu, snapshot
+from tests.factories import gpu, snapshot
 
 
 def _one_line_usage_error(proc: CliResult, *needles: str) -> None:

@@ -13,7 +13,7 @@ from gputui.telemetry.model import Snapshot
 from gputui.telemetry.record import Recorder, Recording, load_recording
 from gputui.telemetry.replay import REBUILD_WINDOW_S, ReplayPlayer, clamp_speed
 from gputui.telemetry.sampler import Sampler
-from tests.unit.factories import T0, gpu, snapshot
+from tests.factories import T0, gpu, snapshot
 
 HW_THERMAL = 0x40
 

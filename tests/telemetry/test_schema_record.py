@@ -9,7 +9,7 @@ from gputui.errors import UsageError
 from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.record import Recorder, load_recording
 from gputui.telemetry.schema import snapshot_from_dict, snapshot_to_dict
-from tests.unit.factories import gpu, snapshot
+from tests.factories import gpu, snapshot
 
 GPU_KEYS = {"index", "name", "uuid", "pci_bus_id", "util_gpu_pct", "util_mem_pct",
             "mem_used_bytes", "mem_total_bytes", "power_w", "power_limit_w", "temp_c",

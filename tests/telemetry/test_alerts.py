@@ -3,7 +3,7 @@ from __future__ import annotations
 from gputui.telemetry.alerts import AlertEngine
 from gputui.telemetry.model import GpuSample
 from gputui.telemetry.throttle import ThrottleTracker
-from tests.unit.factories import device, gpu, snapshot
+from tests.factories import device, gpu, snapshot
 
 HW_THERMAL = 0x40
 IDLE = 0x1
