@@ -134,7 +134,9 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
     clock = FakeClock(jobs, fake_nvml)
     src = NvmlSource(process_every=1)
     src.open_system()
-    sampler = Sampler(interval=TICK_S, nvml=src, alerts=True, clock=clock)
+    # Ticks are driven by hand: a generous read deadline keeps a loaded machine from
+    # marking a GPU stale.
+    sampler = Sampler(interval=TICK_S, nvml=src, alerts=True, clock=clock, read_timeout_s=10.0)
     frames: list[Frame] = []
     sampler.subscribe_frames(frames.append)
     try:
