@@ -51,11 +51,9 @@ from gputui.ui.widgets.process_table import COLUMNS
 if TYPE_CHECKING:
     from gputui.telemetry.replay import ReplayPlayer
     from gputui.ui.bench_messages import RunEvent, RunFinished
+    from gputui.ui.bench_session import BenchSession
 
 DEFAULT_WINDOW_S = 300.0
-# Where the bench screen keeps its session on the app (gputui.ui.bench_session's
-# SESSION_ATTR; a UI test keeps the two equal).
-BENCH_SESSION_ATTR = "_gputui_bench_session"
 WINDOWS_S = (60.0, 300.0, 900.0)
 REPLAY_TICK_S = 0.1
 
@@ -133,6 +131,7 @@ class GputuiApp(App[int]):
         self._draw_pending = False
         self._replay_clock = 0.0
         self._detail_fields = False  # the GPU detail screen is open
+        self._bench: BenchSession | None = None  # made when first asked for (`bench`)
         themes, self._theme_warnings = load_themes(theme_dirs)
         for theme in themes:
             self.register_theme(theme)
@@ -141,6 +140,18 @@ class GputuiApp(App[int]):
     @property
     def latest(self) -> Snapshot | None:
         return self.latest_frame.snapshot if self.latest_frame is not None else None
+
+    @property
+    def bench(self) -> BenchSession:
+        """The benchmarks started from this app, made on first use: until then the bench
+        modules are not even imported."""
+        if self._bench is None:
+            from gputui.ui.bench_session import BenchSession
+
+            self._bench = BenchSession(post=self.post_message, notify=self.notify,
+                                       latest_frame=lambda: self.latest_frame,
+                                       sampler=lambda: self.sampler)
+        return self._bench
 
     @property
     def compact(self) -> bool:
@@ -286,10 +297,8 @@ class GputuiApp(App[int]):
         self._quitting = True
         # A benchmark worker must not outlive the app (SIGTERM, then SIGKILL; off the loop).
         # No session, nothing to stop: the bench modules are not even imported then.
-        if getattr(self, BENCH_SESSION_ATTR, None) is not None:
-            from gputui.ui.bench_session import stop_benchmarks
-
-            await stop_benchmarks(self)
+        if self._bench is not None:
+            await asyncio.to_thread(self._bench.shutdown)
         await asyncio.to_thread(self._stop_background)
 
     def _stop_background(self) -> None:
@@ -368,8 +377,7 @@ class GputuiApp(App[int]):
 
     def _bench_header(self) -> str | None:
         """"cnn-train 42%" while a benchmark runs (started from the bench screen)."""
-        session = getattr(self, BENCH_SESSION_ATTR, None)
-        live = session.current if session is not None else None
+        live = self._bench.current if self._bench is not None else None
         if live is None or live.finished:
             return None
         frac = live.fraction
@@ -385,15 +393,11 @@ class GputuiApp(App[int]):
 
     # Benchmark runs post these from the runner's threads; the session owns their state.
     def on_run_event(self, message: RunEvent) -> None:
-        from gputui.ui.bench_session import bench_session
-
-        bench_session(self).apply_event(message)
+        self.bench.apply_event(message)
         self.bench_changed()
 
     def on_run_finished(self, message: RunFinished) -> None:
-        from gputui.ui.bench_session import bench_session
-
-        bench_session(self).apply_finished(message)
+        self.bench.apply_finished(message)
         self.bench_changed()
 
     # --- keys ---------------------------------------------------------------------------
@@ -416,7 +420,7 @@ class GputuiApp(App[int]):
             return
         from gputui.ui.screens.bench import toggle_bench_screen
 
-        toggle_bench_screen(self, self.latest)
+        toggle_bench_screen(self, self.bench, self.latest)
 
     def action_doctor(self) -> None:
         if self.player is not None:
