@@ -43,6 +43,7 @@ from gputui.ui.options import AppOptions
 from gputui.ui.sampler_opener import SamplerOpener
 from gputui.ui.screens.monitor import MonitorScreen
 from gputui.ui.terminal_writer import DiffingDriver
+from gputui.ui.textual_adapter import app_driver
 from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_theme
 from gputui.ui.widgets.gpu_panel import window_label
 from gputui.ui.widgets.header import HeaderInfo
@@ -68,6 +69,8 @@ class GputuiApp(App[int]):
         # As in top, htop, nvtop and nvitop (Textual's default only says "press ctrl+q").
         # Not a priority binding: a focused text field keeps ctrl+c for copying.
         Binding("ctrl+c", "quit", "Quit", show=False),
+        # As in less, vim and shells: repaint after another program wrote over the screen.
+        Binding("ctrl+l", "redraw", "Redraw", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("a", "alerts", "Alerts"),
         Binding("b", "benchmarks", "Benchmarks"),
@@ -412,6 +415,14 @@ class GputuiApp(App[int]):
         if action == "signal":
             return self.player is None  # a recorded PID is not a process to kill now
         return True
+
+    def action_redraw(self) -> None:
+        """ctrl+l: the terminal may not show what the writer believes it does (another
+        program wrote to it): forget that, and paint every cell of the screen again."""
+        driver = app_driver(self)
+        if isinstance(driver, DiffingDriver):
+            driver.forget_screen()
+        self.screen.refresh(repaint=True)
 
     def action_benchmarks(self) -> None:
         if self.player is not None:
