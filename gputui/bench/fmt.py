@@ -19,6 +19,9 @@ from gputui.telemetry.units import fmt_bytes as _units_fmt_bytes
 from gputui.telemetry.units import fmt_duration as _units_fmt_duration
 
 NA = "N/A"
+# A field the run has no value for at all (a benchmark without a batch or a model, a run
+# without FLOPs): a dash in every table; JSON keeps null.
+DASH = "—"
 
 
 def _num(value: Any) -> float | None:
@@ -136,7 +139,7 @@ def when(iso: Any, *, short: bool = False) -> str:
 def plain(value: Any) -> str:
     """A setting's value as text (JSON for objects), control characters escaped."""
     if value is None:
-        return "—"
+        return DASH
     if isinstance(value, dict | list | tuple):
         return printable(json.dumps(value, default=str, ensure_ascii=False))
     return printable(value)

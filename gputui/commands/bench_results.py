@@ -12,7 +12,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gputui.bench.fmt import fmt_bytes, fmt_num, fmt_ratio, plain, when
+from gputui.bench.fmt import DASH, fmt_bytes, fmt_num, fmt_ratio, plain, when
 from gputui.bench.result_text import fmt_headline, throttled_mark
 from gputui.commands.bench_view import print_summary, status_markup
 from gputui.commands.table_fit import print_fitted
@@ -91,11 +91,13 @@ def _history_tables(title: str, docs: list[Result], all_ids: list[str]) -> list[
         value = {
             "id": d.id, "short_id": short_id(d.id, all_ids), "started": when(d.started_at),
             "short_started": when(d.started_at, short=True), "benchmark": d.benchmark,
-            "model": d.model or "—", "device": d.device_name or d.device,
+            "model": d.model, "device": d.device_name or d.device,
             "precision": d.precision, "batch": d.batch_size, "throughput": fmt_headline(d),
             "mfu": _mfu(d),
         }.get(key)
-        return status_markup(d.status) if key == "status" else no_markup(value)
+        if key == "status":
+            return status_markup(d.status)
+        return DASH if value is None or value == "" else no_markup(value)
 
     tables = []
     for i, layout in enumerate(_LAYOUTS):
@@ -111,9 +113,9 @@ def _history_tables(title: str, docs: list[Result], all_ids: list[str]) -> list[
 
 
 def _mfu(d: Result) -> str:
-    """MFU as a percentage; "—" where the run has no FLOPs or no known peak."""
+    """MFU as a percentage; a dash where the run has no FLOPs or no known peak."""
     f = d.flops
-    return f"{f.mfu * 100:.1f} %" if f is not None and f.mfu is not None else "—"
+    return f"{f.mfu * 100:.1f} %" if f is not None and f.mfu is not None else DASH
 
 
 def short_id(rid: str, all_ids: list[str], minimum: int = 15) -> str:

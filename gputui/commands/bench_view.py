@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench.fmt import (
+    DASH,
     NA,
     fmt_bytes,
     fmt_num,
@@ -144,7 +145,9 @@ def summary_table(r: Result) -> Table:
         row("error", f"{text(r.error.kind)}: {text(r.error.message)}")
     row("benchmark", " ".join(no_markup(x) for x in (r.benchmark, r.model) if x))
     row("device", f"{text(r.device_name)} ({text(r.device)})")
-    row("precision / batch", f"{text(r.precision)} / {text(r.batch_size)}")
+    # A benchmark without a batch (attention, matmul) has none: a dash, as in the history.
+    batch = DASH if r.batch_size is None else no_markup(r.batch_size)
+    row("precision / batch", f"{text(r.precision)} / {batch}")
     tp = r.throughput
     if tp is not None and tp.value is not None:
         mark = throttled_mark(r)

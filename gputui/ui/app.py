@@ -43,6 +43,7 @@ from gputui.ui.options import AppOptions
 from gputui.ui.sampler_opener import SamplerOpener
 from gputui.ui.screens.monitor import MonitorScreen
 from gputui.ui.terminal_writer import DiffingDriver
+from gputui.ui.textual_adapter import app_driver
 from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_theme
 from gputui.ui.widgets.gpu_panel import window_label
 from gputui.ui.widgets.header import HeaderInfo
@@ -51,11 +52,9 @@ from gputui.ui.widgets.process_table import COLUMNS
 if TYPE_CHECKING:
     from gputui.telemetry.replay import ReplayPlayer
     from gputui.ui.bench_messages import RunEvent, RunFinished
+    from gputui.ui.bench_session import BenchSession
 
 DEFAULT_WINDOW_S = 300.0
-# Where the bench screen keeps its session on the app (gputui.ui.bench_session's
-# SESSION_ATTR; a UI test keeps the two equal).
-BENCH_SESSION_ATTR = "_gputui_bench_session"
 WINDOWS_S = (60.0, 300.0, 900.0)
 REPLAY_TICK_S = 0.1
 
@@ -70,6 +69,8 @@ class GputuiApp(App[int]):
         # As in top, htop, nvtop and nvitop (Textual's default only says "press ctrl+q").
         # Not a priority binding: a focused text field keeps ctrl+c for copying.
         Binding("ctrl+c", "quit", "Quit", show=False),
+        # As in less, vim and shells: repaint after another program wrote over the screen.
+        Binding("ctrl+l", "redraw", "Redraw", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("a", "alerts", "Alerts"),
         Binding("b", "benchmarks", "Benchmarks"),
@@ -133,6 +134,7 @@ class GputuiApp(App[int]):
         self._draw_pending = False
         self._replay_clock = 0.0
         self._detail_fields = False  # the GPU detail screen is open
+        self._bench: BenchSession | None = None  # made when first asked for (`bench`)
         themes, self._theme_warnings = load_themes(theme_dirs)
         for theme in themes:
             self.register_theme(theme)
@@ -141,6 +143,18 @@ class GputuiApp(App[int]):
     @property
     def latest(self) -> Snapshot | None:
         return self.latest_frame.snapshot if self.latest_frame is not None else None
+
+    @property
+    def bench(self) -> BenchSession:
+        """The benchmarks started from this app, made on first use: until then the bench
+        modules are not even imported."""
+        if self._bench is None:
+            from gputui.ui.bench_session import BenchSession
+
+            self._bench = BenchSession(post=self.post_message, notify=self.notify,
+                                       latest_frame=lambda: self.latest_frame,
+                                       sampler=lambda: self.sampler)
+        return self._bench
 
     @property
     def compact(self) -> bool:
@@ -286,10 +300,8 @@ class GputuiApp(App[int]):
         self._quitting = True
         # A benchmark worker must not outlive the app (SIGTERM, then SIGKILL; off the loop).
         # No session, nothing to stop: the bench modules are not even imported then.
-        if getattr(self, BENCH_SESSION_ATTR, None) is not None:
-            from gputui.ui.bench_session import stop_benchmarks
-
-            await stop_benchmarks(self)
+        if self._bench is not None:
+            await asyncio.to_thread(self._bench.shutdown)
         await asyncio.to_thread(self._stop_background)
 
     def _stop_background(self) -> None:
@@ -368,8 +380,7 @@ class GputuiApp(App[int]):
 
     def _bench_header(self) -> str | None:
         """"cnn-train 42%" while a benchmark runs (started from the bench screen)."""
-        session = getattr(self, BENCH_SESSION_ATTR, None)
-        live = session.current if session is not None else None
+        live = self._bench.current if self._bench is not None else None
         if live is None or live.finished:
             return None
         frac = live.fraction
@@ -385,15 +396,11 @@ class GputuiApp(App[int]):
 
     # Benchmark runs post these from the runner's threads; the session owns their state.
     def on_run_event(self, message: RunEvent) -> None:
-        from gputui.ui.bench_session import bench_session
-
-        bench_session(self).apply_event(message)
+        self.bench.apply_event(message)
         self.bench_changed()
 
     def on_run_finished(self, message: RunFinished) -> None:
-        from gputui.ui.bench_session import bench_session
-
-        bench_session(self).apply_finished(message)
+        self.bench.apply_finished(message)
         self.bench_changed()
 
     # --- keys ---------------------------------------------------------------------------
@@ -409,6 +416,14 @@ class GputuiApp(App[int]):
             return self.player is None  # a recorded PID is not a process to kill now
         return True
 
+    def action_redraw(self) -> None:
+        """ctrl+l: the terminal may not show what the writer believes it does (another
+        program wrote to it): forget that, and paint every cell of the screen again."""
+        driver = app_driver(self)
+        if isinstance(driver, DiffingDriver):
+            driver.forget_screen()
+        self.screen.refresh(repaint=True)
+
     def action_benchmarks(self) -> None:
         if self.player is not None:
             self.notify("benchmarks are not available in replay", severity="warning",
@@ -416,7 +431,7 @@ class GputuiApp(App[int]):
             return
         from gputui.ui.screens.bench import toggle_bench_screen
 
-        toggle_bench_screen(self, self.latest)
+        toggle_bench_screen(self, self.bench, self.latest)
 
     def action_doctor(self) -> None:
         if self.player is not None:

@@ -1,7 +1,10 @@
 """Benchmarks started from the TUI: the queue, the run in progress, what it has shown so far.
 
-One BenchSession per app (`bench_session(app)`), not per screen: a run goes on while the
-user is back on the monitor, and the bench screen shows it again when reopened.
+One BenchSession per app (`GputuiApp.bench`, made on first use), not per screen: a run
+goes on while the user is back on the monitor, and the bench screen shows it again when
+reopened. The app hands the session what it needs when it makes it: where to post
+messages and toasts, and how to get its latest frame and its sampler (both change while
+the app runs). The session reads nothing else of the app.
 
 The runs themselves belong to a headless RunQueue (gputui.bench.run_queue), which starts,
 cancels and saves them. Its callbacks run on the runner's threads and only post messages
@@ -12,8 +15,7 @@ BenchChanged to the screens showing it. All state the screens read changes on th
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -34,15 +36,16 @@ from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.ui.bench_messages import BenchChanged, RunEvent, RunFinished
 
 if TYPE_CHECKING:
-    from textual.app import App
+    from textual.message import Message
     from textual.message_pump import MessagePump
 
-SESSION_ATTR = "_gputui_bench_session"
+    from gputui.telemetry.frame import Frame
+    from gputui.telemetry.sampler import Sampler
+
 FINISHED_KEPT = 20
 SHUTDOWN_GRACE_S = 1.0  # at exit: SIGTERM, this long for a partial result, then SIGKILL
 
-__all__ = ["BenchSession", "LiveRun", "Planned", "bench_session", "request_label",
-           "stop_benchmarks"]
+__all__ = ["BenchSession", "LiveRun", "Planned", "request_label"]
 
 
 def request_label(r: RunRequest) -> str:
@@ -191,10 +194,21 @@ class LiveRun:
 
 
 class BenchSession:
-    """The runs of one app. Public methods are called on the event loop."""
+    """The runs of one app. Public methods are called on the event loop.
 
-    def __init__(self, app: App[Any]) -> None:
-        self.app = app
+    `post`: the app's thread-safe `post_message` (run events and ends go to the app, which
+    hands them back on the loop); `notify`: its toasts; `latest_frame` and `sampler`: the
+    app's latest frame and sampler when asked (None before the first), read on the loop
+    and on the runner's threads.
+    """
+
+    def __init__(self, *, post: Callable[[Message], object], notify: Callable[..., object],
+                 latest_frame: Callable[[], Frame | None],
+                 sampler: Callable[[], Sampler | None]) -> None:
+        self._post_to_app = post
+        self._notify = notify
+        self._latest_frame = latest_frame
+        self._sampler = sampler
         # Settable by tests (a fake worker) and by callers that want other limits.
         self.worker_cmd: list[str] | None = None
         self.env: dict[str, str] | None = None
@@ -224,14 +238,10 @@ class BenchSession:
         for target in list(self._screens):
             target.post_message(BenchChanged(what))
 
-    @property
-    def sampler(self) -> Any:
-        return getattr(self.app, "sampler", None)
-
     def _episodes(self) -> Sequence[ThrottleEpisode]:
         """Every throttle episode the monitor knows, from its latest (immutable) frame:
         the UI reads what the frames carry, never the sampler itself."""
-        frame = getattr(self.app, "latest_frame", None)
+        frame = self._latest_frame()
         return frame.episodes if frame is not None else ()
 
     @property
@@ -255,7 +265,7 @@ class BenchSession:
         self.runs.grace_s = self.grace_s
         self.runs.run_options = {"worker_cmd": self.worker_cmd, "env": self.env,
                                  # the monitor's sampler: NVML is not opened twice
-                                 "sampler": self.sampler}
+                                 "sampler": self._sampler()}
         planned = Planned(request, request_label(request), timeout_s=self.timeout_s)
         live = LiveRun(planned)
         self.lives[planned.id] = live
@@ -302,7 +312,7 @@ class BenchSession:
 
     def _post(self, message: RunEvent | RunFinished) -> None:
         # post_message is thread-safe and never waits for the loop; a closed app drops it.
-        self.app.post_message(message)
+        self._post_to_app(message)
 
     def _started_any(self, planned: Planned, run: BenchRun) -> None:
         # On the loop (submit, advance): a reference only, set before the run starts.
@@ -416,21 +426,21 @@ class BenchSession:
         what = live.planned.label
         # Labels and messages come from settings and the worker: never markup.
         if result.status == "ok":
-            self.app.notify(f"{what}: {fmt_throughput(result.throughput)}",
-                            title="Benchmark done", timeout=6, markup=False)
+            self._notify(f"{what}: {fmt_throughput(result.throughput)}",
+                         title="Benchmark done", timeout=6, markup=False)
         elif result.status == "cancelled":
-            self.app.notify(f"{what}: cancelled (partial result kept)",
-                            title="Benchmark cancelled", severity="warning", timeout=6,
-                            markup=False)
+            self._notify(f"{what}: cancelled (partial result kept)",
+                         title="Benchmark cancelled", severity="warning", timeout=6,
+                         markup=False)
         else:
             err = result.error
-            self.app.notify(f"{what}: {err.kind if err else 'error'}: "
-                            f"{err.message if err else ''}",
-                            title="Benchmark failed", severity="error", timeout=10,
-                            markup=False)
+            self._notify(f"{what}: {err.kind if err else 'error'}: "
+                         f"{err.message if err else ''}",
+                         title="Benchmark failed", severity="error", timeout=10,
+                         markup=False)
         if finished.save_error:
-            self.app.notify(f"result not saved: {finished.save_error}", severity="error",
-                            timeout=10, markup=False)
+            self._notify(f"result not saved: {finished.save_error}", severity="error",
+                         timeout=10, markup=False)
 
     # --- exit ------------------------------------------------------------------------------
 
@@ -439,18 +449,3 @@ class BenchSession:
         cancelled run's partial result is on disk before we go."""
         self.runs.shutdown(grace_s)
 
-
-def bench_session(app: App[Any]) -> BenchSession:
-    """The app's session, created on first use (on the event loop)."""
-    session = getattr(app, SESSION_ATTR, None)
-    if session is None:
-        session = BenchSession(app)
-        setattr(app, SESSION_ATTR, session)
-    return session
-
-
-async def stop_benchmarks(app: App[Any]) -> None:
-    """For the app's unmount: cancel/kill any running benchmark without blocking the loop."""
-    session = getattr(app, SESSION_ATTR, None)
-    if session is not None:
-        await asyncio.to_thread(session.shutdown)

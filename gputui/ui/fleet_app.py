@@ -6,7 +6,8 @@ record, taken without waiting for the network). A hung or huge host holds up onl
 own thread, so the good hosts keep their refresh, and `q` never waits for a request:
 the threads are daemons and are simply abandoned. SIGHUP (exit 129), and a terminal
 that went away, end the app the way `q` does; SIGTERM too (143) (`terminal_watch.exit_on_sigterm`,
-installed by the command around `run()`), so the terminal is given back.
+installed by the command around `run()`), so the terminal is given back. Like the monitor,
+it writes only the cells that changed (gputui.ui.terminal_writer.DiffingDriver).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from gputui.fleet.poller import Poller
 from gputui.fleet.view import alert_text, host_rows
 from gputui.safe_text import printable
 from gputui.ui.terminal_watch import watch_terminal
+from gputui.ui.terminal_writer import DiffingDriver
 
 COLUMNS = ("Host", "GPU", "Model", "Util", "SM active", "Memory", "Power", "Temp",
            "Throttle / state")
@@ -63,7 +65,7 @@ class FleetApp(App[None]):
     ]
 
     def __init__(self, poller: Poller, *, interval: float = 2.0) -> None:
-        super().__init__()
+        super().__init__(driver_class=DiffingDriver)  # only the cells that changed
         self.poller = poller
         self.interval = interval
         self.snapshot: FleetSnapshot | None = None

@@ -71,10 +71,12 @@ class TerminalSink:
         self._tmux = bool(env.get("TMUX"))
 
     def send(self, event: Event, stop: threading.Event) -> None:
+        from gputui.ui.textual_adapter import app_driver
+
         app = self._app
-        if getattr(app, "is_headless", False) or not getattr(app, "is_running", True):
+        if app.is_headless or not app.is_running:
             return  # no terminal to write to (tests, or the app is closing)
-        driver = getattr(app, "_driver", None)
+        driver = app_driver(app)
         if driver is not None:
             driver.write(notification_sequence(event_title(event), event.text,
                                                osc777=self._osc777, tmux=self._tmux))

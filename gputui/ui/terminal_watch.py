@@ -15,6 +15,7 @@ of killing it in the alternate screen with mouse reporting on and the cursor hid
 
 from __future__ import annotations
 
+import asyncio
 import os
 import termios
 import threading
@@ -113,7 +114,12 @@ def exit_on_sigterm(app: object, code: int = SIGTERM_EXIT_CODE,
         timer = threading.Timer(grace_s, force)
         timer.daemon = True
         timer.start()
-        loop = getattr(app, "_loop", None)
+        try:
+            # The app's loop, when the signal lands while it runs: the handler runs on
+            # the loop's thread, inside run_forever.
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # before the app started or after it ended
+            loop = None
         exit_fn = app.exit
         try:
             if loop is not None:

@@ -261,6 +261,11 @@ class DiffingDriver(LinuxDriver):
             if data:
                 super().write(data)
 
+    def forget_screen(self) -> None:
+        """Something else wrote to the terminal: the next frame goes out whole (ctrl+l)."""
+        with self._lock:
+            self.screen_diff.forget()
+
 
 def _terminal_size() -> tuple[int, int] | None:
     """(columns, rows) of the terminal Textual writes to (stderr), else of stdin."""

@@ -13,6 +13,11 @@ tested with the Textual versions in TESTED_VERSIONS (pyproject.toml bounds the
 dependency to them); on any other version, or where the attributes are gone, the cap is
 not applied: the table works as Textual made it, with Textual's cache sizes.
 
+`app_driver(app)`: the driver a running app writes with, which Textual keeps in a private
+attribute. The terminal notifications write their escape sequences through it (in order
+with the frames, from their own thread; the driver's writer is thread-safe), and the
+monitor's redraw key tells the terminal writer to forget what it believes is on screen.
+
 `FooterKey` (the footer's key widget, which textual.widgets does not export) is
 re-exported from here for the footer that shows whole keys only (widgets/footer.py): it
 measures and leaves out Footer's children, which are FooterKeys.
@@ -23,11 +28,14 @@ Nothing here patches Textual or Rich: it sets sizes on one table's own caches.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
+from textual.app import App
+from textual.driver import Driver
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey
 
-__all__ = ["FooterKey", "bound_render_caches", "render_cache_sizes", "supported"]
+__all__ = ["FooterKey", "app_driver", "bound_render_caches", "render_cache_sizes", "supported"]
 
 # (major, minor) releases of Textual this module is tested with.
 TESTED_VERSIONS = frozenset({(8, 2)})
@@ -79,3 +87,12 @@ def render_cache_sizes(table: DataTable[object]) -> dict[str, int]:
     """How many entries each render cache holds now (for tests and the soak benchmark)."""
     return {name: len(getattr(table, name)) for name in _CACHES
             if getattr(table, name, None) is not None}
+
+
+def app_driver(app: App[Any]) -> Driver | None:
+    """The driver `app` writes to the terminal with; None before it runs, after it
+    ends, or where this Textual keeps it elsewhere."""
+    try:
+        return app._driver
+    except AttributeError:
+        return None

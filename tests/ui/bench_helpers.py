@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from gputui.ui.app import GputuiApp
-from gputui.ui.bench_session import BenchSession, bench_session
+from gputui.ui.bench_session import BenchSession
 from gputui.ui.screens.bench import BenchScreen, CatalogList, ResultsTable
 from tests.ui.helpers import make_app as make_app  # shared with the non-bench UI tests
 
@@ -28,7 +28,7 @@ SIZE = (140, 50)
 
 
 def use_fake_worker(app: GputuiApp, mode: str) -> BenchSession:
-    session = bench_session(app)
+    session = app.bench
     session.worker_cmd = [sys.executable, str(FAKE)]
     session.env = {**os.environ, "FAKE_WORKER_MODE": mode, "PYTHONPATH": str(REPO)}
     session.grace_s = 2.0

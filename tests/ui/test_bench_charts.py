@@ -12,7 +12,7 @@ from gputui.bench import events
 from gputui.bench.attribution import ThroughputPoint
 from gputui.bench.request import make_request
 from gputui.ui.bench_messages import RunEvent
-from gputui.ui.bench_session import LiveRun, Planned, bench_session, request_label
+from gputui.ui.bench_session import LiveRun, Planned, request_label
 from gputui.ui.widgets.bench_chart import SweepChart, ThroughputChart, sweep_curve, window_ends
 from tests.ui.bench_helpers import SIZE, open_bench
 from tests.ui.helpers import T0, gpu, screen_text, snap
@@ -33,7 +33,7 @@ def _point(batch: int, rate: float | None, p90_ms: float | None,
 
 
 def _run(app, spec):  # type: ignore[no-untyped-def]
-    session = bench_session(app)
+    session = app.bench
     live = LiveRun(Planned(spec, request_label(spec), id="fed"), started_wall=T0)
     session.lives["fed"] = live
     app.post_message(RunEvent("fed", events.Started(pid=1, benchmark=spec.benchmark,

@@ -15,7 +15,7 @@ from gputui.bench import events, results_store
 from gputui.bench.fmt import fmt_eta, remaining_s
 from gputui.bench.request import RunRequest, make_request
 from gputui.bench.run_queue import Planned
-from gputui.ui.bench_session import LiveRun, bench_session
+from gputui.ui.bench_session import LiveRun
 from gputui.ui.screens.bench import BenchScreen
 from gputui.ui.widgets.bench_form import OnOffBox
 from gputui.ui.widgets.bench_live import HEADLINE_LABEL, time_line
@@ -59,7 +59,7 @@ async def test_every_footer_and_help_key_works_from_any_focus(
     async with app.run_test(size=(80, 24)) as pilot:  # the smallest: everything scrolls
         screen = await open_bench(pilot)
         await wait_until(pilot, lambda: table_rows(screen), "the saved result")
-        session = bench_session(app)
+        session = app.bench
         submitted: list[RunRequest] = []
         monkeypatch.setattr(session, "submit", lambda request: submitted.append(request) or 0)
         notes = spy_notifications(app)

@@ -66,7 +66,7 @@ async def test_live_lm_train_shows_model_tflops_for_the_model_the_worker_picked(
     from gputui.bench.fmt import fmt_num
     from gputui.bench.lm_shapes import shape_of
     from gputui.ui.bench_messages import RunEvent
-    from gputui.ui.bench_session import LiveRun, Planned, bench_session, request_label
+    from gputui.ui.bench_session import LiveRun, Planned, request_label
     from tests.ui.bench_helpers import SIZE
     from tests.ui.helpers import T0
 
@@ -76,7 +76,7 @@ async def test_live_lm_train_shows_model_tflops_for_the_model_the_worker_picked(
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await open_bench(pilot)
-        bench_session(app).lives["fed"] = LiveRun(
+        app.bench.lives["fed"] = LiveRun(
             Planned(request, request_label(request), id="fed"), started_wall=T0)
         ran = {**request.to_dict(), "model": "gpt-tiny", "precision": "fp32"}
         app.post_message(RunEvent("fed", events.Started(pid=1, benchmark="lm-train", spec=ran,

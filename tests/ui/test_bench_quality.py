@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from gputui.ui.bench_session import bench_session
 from tests.bench.test_throttle_window import SCENARIO
 from tests.ui.bench_helpers import SIZE, make_app, open_bench, use_fake_worker, wait_until
 from tests.ui.helpers import screen_text
@@ -39,4 +38,4 @@ async def test_result_view_shows_window_throttling_and_trials(fake_nvml: Any) ->
         # History flags the number too (the table reloads from disk after the save).
         await wait_until(pilot, lambda: "100.0 images/s ⚠ throttled 100 %" in screen_text(app),
                          "the flagged history row")
-        assert bench_session(app).last is not None and screen is app.screen
+        assert app.bench.last is not None and screen is app.screen

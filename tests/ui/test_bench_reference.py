@@ -9,7 +9,6 @@ import sys
 import pytest
 from textual.widgets import Input
 
-from gputui.ui.bench_session import bench_session
 from tests.ui.bench_helpers import REPO, SIZE, make_app, open_bench, pick, wait_until
 from tests.ui.helpers import screen_text
 
@@ -41,7 +40,7 @@ emit(events.ResultReady(doc))
 async def test_finished_run_shows_reference_ratio_and_gpu_window() -> None:
     app, _sampler = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        session = bench_session(app)
+        session = app.bench
         session.worker_cmd = [sys.executable, "-c", STUB]
         session.env = {**os.environ, "PYTHONPATH": str(REPO)}
         screen = await open_bench(pilot)

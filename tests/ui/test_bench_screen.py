@@ -16,7 +16,6 @@ from textual.widgets import DataTable, Input, Select
 from gputui.bench import results_store
 from gputui.bench.request import make_request
 from gputui.telemetry.model import Snapshot, SystemInfo
-from gputui.ui.bench_session import bench_session
 from gputui.ui.screens.bench import CompareScreen, ResultsTable
 from gputui.ui.widgets.bench_chart import ThroughputChart
 from tests.ui.bench_helpers import (
@@ -64,7 +63,7 @@ async def test_real_cpu_run_set_through_the_form(data_dir: Path) -> None:
 
         timer = app.set_interval(0.05, tick)
         await pilot.press("enter")
-        session = bench_session(app)
+        session = app.bench
         await wait_until(pilot, lambda: session.last is not None, "the run to finish")
         timer.stop()
         live = session.last
@@ -270,7 +269,7 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
                         system=SystemInfo("550.54.15"), host=host(), gpus=(g,), seq=seq)
 
     async with app.run_test(size=SIZE) as pilot:
-        session = bench_session(app)
+        session = app.bench
         session.worker_cmd = [sys.executable, "-c", STUB]
         session.env = {**os.environ, "STUB_DIR": str(ctl), "PYTHONPATH": str(REPO)}
         sampler.ingest(now_snap(1, False))
@@ -440,7 +439,7 @@ async def test_snapshot_bench_screen_with_a_finished_run(tmp_path: Path) -> None
     app, sampler = make_app()
     async with app.run_test(size=SIZE) as pilot:
         sampler.ingest(snap(0, [gpu(0)]))
-        session = bench_session(app)
+        session = app.bench
         planned = Planned(spec, request_label(spec), id=str(doc["id"]))
         result = Result.from_dict(doc)
         live = LiveRun(planned, started_wall=T0, finished_wall=T0,

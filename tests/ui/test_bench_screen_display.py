@@ -16,7 +16,7 @@ from gputui.bench.request import make_request
 from gputui.bench.result import Result
 from gputui.telemetry.replay import Recording
 from gputui.ui.app import GputuiApp
-from gputui.ui.bench_session import LiveRun, Planned, bench_session, request_label
+from gputui.ui.bench_session import LiveRun, Planned, request_label
 from gputui.ui.options import AppOptions
 from gputui.ui.screens.bench import BenchScreen, CompareScreen, stderr_lines
 from gputui.ui.screens.help import HelpScreen
@@ -136,7 +136,7 @@ async def test_chart_scale_includes_the_headline_figures() -> None:
     app, sampler = make_app()
     async with app.run_test(size=(140, 50)) as pilot:
         sampler.ingest(snap(0, [gpu(0)]))
-        session = bench_session(app)
+        session = app.bench
         doc = results_store.empty_result("20260101-000000-000-abcde", make_request("cnn-train"))
         doc.update(status="ok", throughput={"median": 9000.0, "mean": 2600.0,
                                             "unit": "images/s"})

@@ -53,13 +53,6 @@ def test_cli_and_commands_import_no_cycle() -> None:
     assert offenders == []
 
 
-def test_the_app_finds_the_bench_session_where_the_bench_screen_keeps_it() -> None:
-    from gputui.ui.app import BENCH_SESSION_ATTR
-    from gputui.ui.bench_session import SESSION_ATTR
-
-    assert BENCH_SESSION_ATTR == SESSION_ATTR
-
-
 def test_only_the_adapter_touches_textual_or_rich_internals() -> None:
     """No monkeypatching, no private modules: what is not public API is in one module
     (gputui/ui/textual_adapter.py), whose version bound pyproject.toml carries."""

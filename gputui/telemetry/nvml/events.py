@@ -4,7 +4,14 @@ nvmlEventSetWait.
 A device is registered for the subset of MONITOR_EVENTS that
 nvmlDeviceGetSupportedEventTypes reports: nvml.h documents the clock-change event
 (nvmlEventTypeClock) as Kepler only, so on newer GPUs only XID and ECC events arrive and
-the polled clocks-event reasons (gputui.telemetry.throttle) tell of clock changes."""
+the polled clocks-event reasons (gputui.telemetry.throttle) tell of clock changes.
+
+Every call goes through NvmlQuery, like every read: a device's registration through that
+device's own query (a device without events is remembered as such, a lost GPU is lost for
+its reader too), the event set's calls through the listener's own query, whose rules hold
+for the set as a whole (a driver or pynvml without the call, a lost GPU: listening stops,
+said in `error`). A wait that times out is a transient error there, the loop's tick.
+Only freeing the set is a direct call: it is done even after a GPU was lost."""
 
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ from typing import Any, Protocol
 import pynvml
 
 from gputui.telemetry.health import XidEvent
-from gputui.telemetry.nvml.errors import err_text
+from gputui.telemetry.nvml.query import NvmlQuery
 
 # NVML event bits a watcher can listen for, and the kind each becomes.
 EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit",
@@ -26,15 +33,24 @@ EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit",
 MONITOR_EVENTS = 0x8 | 0x1 | 0x2 | pynvml.nvmlEventTypeClock
 
 
-
 class Devices(Protocol):
-    """What the watcher needs of an open NvmlSource: its devices' handles."""
+    """What the watcher needs of an open NvmlSource: its devices' handles and queries."""
 
     @property
     def count(self) -> int: ...
 
     def handle(self, index: int) -> Any | None:
         """None for a device that is lost, not opened, or has no handle."""
+
+    def query(self, index: int) -> NvmlQuery:
+        """The device's own NvmlQuery (used on the thread that opened the device)."""
+
+
+def _why(q: NvmlQuery) -> str:
+    """Why the last call of `q` gave nothing, in words."""
+    if q.lost:
+        return "GPU is lost"
+    return q.last_error_text if q.last_error is not None else "not supported"
 
 
 class XidWatcher:
@@ -51,6 +67,9 @@ class XidWatcher:
         self._on_event = on_event
         self._mask = mask
         self._set: Any = None
+        # The event set's calls: creating it (on the caller's thread), then waiting on it
+        # (on the listener's thread only).
+        self._q = NvmlQuery()
         self._by_handle: dict[int | None, int] = {}
         self._events: list[XidEvent] = []
         self._stop = threading.Event()
@@ -59,10 +78,9 @@ class XidWatcher:
         self.error: str | None = None  # listening broke off (the events so far stand)
 
     def start(self, *, register: bool = True) -> None:
-        try:
-            self._set = pynvml.nvmlEventSetCreate()
-        except pynvml.NVMLError as exc:
-            self.error = f"NVML events unavailable: {err_text(exc)}"
+        self._set = self._q("nvmlEventSetCreate")
+        if self._set is None:
+            self.error = f"NVML events unavailable: {_why(self._q)}"
             self.unsupported = set(range(self._source.count))
             return
         if not register:
@@ -77,15 +95,15 @@ class XidWatcher:
         self._thread.start()
 
     def _run(self) -> None:
+        q = self._q
         while True:
-            try:
-                data = pynvml.nvmlEventSetWait_v2(self._set, self._poll_ms)
-            except pynvml.NVMLError_Timeout:
-                if self._stop.is_set():  # stop only once nothing is waiting to be read
-                    return
-                continue
-            except pynvml.NVMLError as exc:
-                self.error = f"listening for XID events failed: {err_text(exc)}"
+            data = q("nvmlEventSetWait_v2", self._set, self._poll_ms)
+            if data is None:
+                if q.last_error == pynvml.NVML_ERROR_TIMEOUT:
+                    if self._stop.is_set():  # stop only once nothing is waiting to be read
+                        return
+                    continue
+                self.error = f"listening for XID events failed: {_why(q)}"
                 return
             index = self._by_handle.get(ctypes.cast(data.device, ctypes.c_void_p).value)
             kind = EVENT_KINDS.get(int(data.eventType) & self._mask)
@@ -124,12 +142,9 @@ class XidWatcher:
         if self._set is None or handle is None:
             self.unsupported.add(index)
             return False
-        try:
-            mask &= pynvml.nvmlDeviceGetSupportedEventTypes(handle)
-            if not mask:
-                raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
-            pynvml.nvmlDeviceRegisterEvents(handle, mask, self._set)
-        except pynvml.NVMLError:
+        q = self._source.query(index)
+        mask &= q("nvmlDeviceGetSupportedEventTypes", handle) or 0
+        if not mask or not q.done("nvmlDeviceRegisterEvents", handle, mask, self._set):
             self.unsupported.add(index)
             return False
         self._by_handle[ctypes.cast(handle, ctypes.c_void_p).value] = index

@@ -4,10 +4,12 @@
 A call that answers NOT_SUPPORTED, or whose function this driver (or this pynvml) lacks,
 is remembered and never made again for that device; a lost GPU is remembered and every
 later call returns None at once; any other error is N/A for this call only (asked again
-next time). Every read of the package goes through here, so these rules hold in one place.
-The few calls that do not are those whose errors mean something else: initialising and
-shutting NVML down (the error is the user's message), the event listener (a timeout is its
-loop) and giving GPM buffers back (done even for a lost GPU).
+next time). Every call of the package goes through here, so these rules hold in one place;
+the event listener's too (its devices' registration through each device's query, the event
+set's own calls through one query of the listener's, where a timeout is a transient error
+that its loop tells apart by `last_error`). The few calls that do not are those whose
+errors mean something else: initialising and shutting NVML down (the error is the user's
+message), and giving GPM buffers and the event set back (done even for a lost GPU).
 """
 
 from __future__ import annotations
@@ -64,6 +66,13 @@ class NvmlQuery:
                 self.last_error = exc.value  # transient: N/A this time
                 self.last_error_text = err_text(exc)
         return None
+
+    def done(self, fn: str | Callable[..., Any], *args: Any, key: str | None = None) -> bool:
+        """A call that answers nothing (registering, setting): True when it was made and
+        succeeded, under the same rules."""
+        self(fn, *args, key=key)
+        key = key or (fn if isinstance(fn, str) else fn.__name__)
+        return not self.lost and key not in self.unsupported and self.last_error is None
 
     def newer_or_older(self, key: str, newer: tuple[Any, ...], older: tuple[Any, ...]) -> Any:
         """The newer form of a call, `newer` = (function, *args); on a device or driver

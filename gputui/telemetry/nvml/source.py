@@ -158,6 +158,10 @@ class NvmlSource:
         r = self.readers[index]
         return None if r.pending or r.lost else r.handle
 
+    def query(self, index: int) -> NvmlQuery:
+        """The device's NvmlQuery: every call about it goes through this one."""
+        return self.readers[index].q
+
     def close(self) -> None:
         if self._open:
             self._open = False

@@ -26,7 +26,7 @@ from textual.widgets import Button, Input, Static
 from gputui.bench.request import RunRequest
 from gputui.telemetry.model import Snapshot
 from gputui.ui.bench_messages import BenchChanged
-from gputui.ui.bench_session import BenchSession, LiveRun, bench_session
+from gputui.ui.bench_session import BenchSession, LiveRun
 from gputui.ui.messages import SnapshotShown
 from gputui.ui.screens.bench_compare import CompareScreen
 from gputui.ui.widgets.bench_form import (
@@ -308,10 +308,11 @@ class BenchScreen(Screen[None]):
         self.app.push_screen(CompareScreen(a, b))
 
 
-def toggle_bench_screen(app: App[Any], latest: Snapshot | None = None) -> None:
+def toggle_bench_screen(app: App[Any], session: BenchSession,
+                        latest: Snapshot | None = None) -> None:
     """The app's `b`: open the benchmark screen (showing `latest`, the app's last
     reading, until the next frame), or go back from it."""
     if isinstance(app.screen, BenchScreen):
         app.pop_screen()
         return
-    app.push_screen(BenchScreen(bench_session(app), latest))
+    app.push_screen(BenchScreen(session, latest))

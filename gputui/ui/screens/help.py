@@ -16,6 +16,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("q", "quit", "General"),
     ("?", "this help", "General"),
     ("ctrl+p", "command palette (themes, window, compact, alerts)", "General"),
+    ("ctrl+l", "redraw the whole screen (after another program wrote over it)", "General"),
     ("a", "alerts: throttle episodes and active alerts", "General"),
     ("b", "benchmarks: run, queue, cancel (x), mark (space) and compare (c) results",
      "General"),
