@@ -144,8 +144,7 @@ class ScreenDiff:
             else:
                 if row is None:
                     raise _Unknown
-                for char in token:
-                    col = self._put(row, col, char, pen, width, changed)
+                col = self._text(row, col, token, pen, width, changed)
         out.append(self._flush(changed))
         end = (row, col) if moved and row is not None else None
         if end is not None and end != self.cursor and (width is None or col < width):
@@ -160,6 +159,33 @@ class ScreenDiff:
         if params[:1] in ("?", ">", "=", "<"):
             return True
         return (final, inter) in {("n", ""), ("q", " "), ("t", "")}
+
+    def _text(self, row: int, col: int, text: str, pen: str, width: int | None,
+              changed: set[tuple[int, int]]) -> int:
+        """Write a run of text at (row, col) into the model; the next column."""
+        n = len(text)
+        end = col + n
+        if (width is None or end <= width) and _narrow(text):
+            # The common case, a cell per character: compared in one go, and cell by
+            # cell only where the run changed.
+            cells = self.cells
+            keys = [(row, c) for c in range(col, end)]
+            old = [cells.get(key) for key in keys]
+            new = [(char, pen) for char in text]
+            if old == new:
+                return end
+            left, right = cells.get((row, col - 1)), cells.get((row, end))
+            if not any(cell is not None and cell[0] == "" for cell in old) and not (
+                    left is not None and cell_len(left[0]) == 2) and not (
+                    right is not None and right[0] == ""):
+                for key, before, cell in zip(keys, old, new, strict=True):
+                    if before != cell:
+                        cells[key] = cell
+                        changed.add(key)
+                return end
+        for char in text:  # wide characters, or a run over one: cell by cell
+            col = self._put(row, col, char, pen, width, changed)
+        return col
 
     def _put(self, row: int, col: int, char: str, pen: str, width: int | None,
              changed: set[tuple[int, int]]) -> int:
@@ -265,6 +291,23 @@ class DiffingDriver(LinuxDriver):
         """Something else wrote to the terminal: the next frame goes out whole (ctrl+l)."""
         with self._lock:
             self.screen_diff.forget()
+
+
+def _narrow(text: str) -> bool:
+    """Every character of `text` takes exactly one cell."""
+    if text.isascii():
+        return text.isprintable()
+    return all(_char_cells(char) == 1 for char in text)
+
+
+_WIDTHS: dict[str, int] = {}
+
+
+def _char_cells(char: str) -> int:
+    width = _WIDTHS.get(char)
+    if width is None:
+        width = _WIDTHS[char] = cell_len(char)
+    return width
 
 
 def _terminal_size() -> tuple[int, int] | None:

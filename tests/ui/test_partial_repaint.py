@@ -1,5 +1,6 @@
-"""Repaint only what changed: the header's clock tick and the host's core
-bars mark just the changed cells or rows dirty, so the terminal gets those, not the line."""
+"""Repaint only what changed: a gauge, the header's clock and the host's core bars mark
+dirty only the lines whose text changed (the terminal writer then sends only the cells
+that differ: tests/ui/test_terminal_writer.py)."""
 
 from __future__ import annotations
 
@@ -10,30 +11,38 @@ from textual.geometry import Region
 
 from gputui.ui.widgets.header import AppHeader
 from gputui.ui.widgets.host_panel import CoreBars
-from gputui.ui.widgets.partial import cells, changed_runs
+from gputui.ui.widgets.partial import repaint_changed
 from tests.ui.helpers import gpu, host, snap
 from tests.ui.test_app import make_app
 
 
-def test_changed_runs_skip_unchanged_stretches_longer_than_a_cursor_move() -> None:
-    old = "CPU  ▎░░░░░░░░░░░░░░░░░░░░    1%"
-    new = "CPU  ▍░░░░░░░░░░░░░░░░░░░░    2%"
-    assert changed_runs(old, new) == [(5, 6), (30, 31)]  # the bar's end, the digit
-    assert changed_runs("a1b2", "a9b8") == [(1, 4)]  # a 1-cell gap: one run
-    assert changed_runs("same", "same") == []
-    assert changed_runs("ab", "abc") == [(2, 3)]  # the line grew: its new cell
-    assert changed_runs("abc", "a") == [(1, 3)]  # shrank: the cells to blank
+class _Lines:
+    """What repaint_changed needs of a widget: its size and refresh()."""
+
+    def __init__(self, width: int) -> None:
+        from textual.geometry import Size
+
+        self.size = Size(width, 3)
+        self.refreshed: list[Region] = []
+
+    def refresh(self, *regions: Region) -> None:
+        self.refreshed.extend(regions)
 
 
-def test_cells_count_a_wide_character_twice_and_see_style_changes() -> None:
-    # "⏳" takes two cells: the digit after it is cell 3, not 2.
-    old, new = cells([("⏳ 1", None)]), cells([("⏳ 2", None)])
-    assert len(new) == 4 and changed_runs(old, new) == [(3, 4)]
-    plain, bold = cells([("abc", None)]), cells([("a", None), ("b", "bold"), ("c", None)])
-    assert changed_runs(plain, bold) == [(1, 2)]  # a style change counts
+def test_only_the_lines_that_changed_are_refreshed_each_whole() -> None:
+    w = _Lines(40)
+    old = ["CPU  ▎░░░░░░░░░    1%", "RAM  ▍░░░░░░░░░   2.0G", "LOAD 0.1"]
+    new = ["CPU  ▍░░░░░░░░░    2%", "RAM  ▍░░░░░░░░░   2.0G", "LOAD 0.2"]
+    repaint_changed(w, old, new, top=1)  # type: ignore[arg-type]
+    assert w.refreshed == [Region(0, 1, 40, 1), Region(0, 3, 40, 1)]
+    w.refreshed.clear()
+    repaint_changed(w, old, list(old))  # type: ignore[arg-type]
+    assert w.refreshed == []
+    repaint_changed(w, old[:2], old)  # type: ignore[arg-type]  # a line more: drawn
+    assert w.refreshed == [Region(0, 2, 40, 1)]
 
 
-async def test_a_cpu_gauge_tick_repaints_the_bar_end_and_the_digits_only() -> None:
+async def test_a_cpu_gauge_tick_repaints_its_line_only() -> None:
     from gputui.ui.widgets.gauge import Gauge
 
     app, sampler = make_app()
@@ -45,15 +54,15 @@ async def test_a_cpu_gauge_tick_repaints_the_bar_end_and_the_digits_only() -> No
         await pilot.pause()
         cpu._dirty_regions.clear()
         cpu.set(0.021, "2%")
-        dirty = sorted(cpu._dirty_regions, key=lambda r: r.x)
-        assert len(dirty) == 2 and all(r.width <= 2 for r in dirty), dirty
         offset = cpu.content_offset
-        assert dirty[-1].right == offset.x + cpu.size.width - 1  # the digit before "%"
+        row = (cpu.size.height - 1) // 2  # the gauge's drawn line
+        assert list(cpu._dirty_regions) == [
+            Region(0, row, cpu.size.width, 1).translate(offset)]
         await pilot.pause()
         assert cpu.render_line(0).text.rstrip().endswith("2%")
 
 
-async def test_a_clock_tick_repaints_only_the_seconds() -> None:
+async def test_a_clock_tick_repaints_only_the_clock() -> None:
     app, sampler = make_app()
     async with app.run_test(size=(160, 50)) as pilot:
         sampler.ingest(snap(0, [gpu(0)]))
@@ -65,11 +74,9 @@ async def test_a_clock_tick_repaints_only_the_seconds() -> None:
         header.set_info(replace(header.info, time=header.info.time + timedelta(seconds=1)))
         after = right.text.plain
         assert before != after and len(before) == len(after)
-        (start, end), = changed_runs(before, after)
-        assert end - start <= 2  # ":57" → ":58": the last digit (two at a ten)
         dirty = list(right._dirty_regions)
         offset = right.content_offset
-        assert dirty == [Region(start, 0, end - start, 1).translate(offset)]
+        assert dirty == [Region(0, 0, right.size.width, 1).translate(offset)]
         await pilot.pause()
         assert after.strip() in header._right.render().plain
 
@@ -87,11 +94,8 @@ async def test_core_bars_repaint_only_rows_that_moved() -> None:
         moved[0] = 99.0  # core 0 is on the first row (column-major)
         bars.set_cores(tuple(moved))
         offset = bars.content_offset
-        (dirty,) = bars._dirty_regions  # one region: row 0, within core 0's cell
-        cell = bars._grid_shape(bars.size.width)
-        assert cell is not None
-        assert dirty.y == offset.y and dirty.height == 1
-        assert offset.x <= dirty.x and dirty.right <= offset.x + cell[2]
+        (dirty,) = bars._dirty_regions  # one region: row 0, the only row that moved
+        assert dirty == Region(0, 0, bars.size.width, 1).translate(offset)
         strip = bars.render_line(0)
         assert len(list(strip)) >= 2  # a segment per grid cell
 

@@ -174,6 +174,14 @@ def test_wide_characters_are_written_whole() -> None:
     check_same(writes)
 
 
+def test_plain_text_over_half_of_a_wide_character_leaves_the_same_screen() -> None:
+    # Runs of one-cell characters written over wide ones: starting on a second half,
+    # ending on a first half, covering both, and unchanged runs beside them.
+    base = "\x1b[1;1Hab训练cd\x1b[2;1H训x练"
+    check_same([base, "\x1b[1;3Hxyz", base, "\x1b[1;4Hq", base, "\x1b[1;2Hbxy",
+                base, "\x1b[2;2Hx", base, "\x1b[2;1Hab", "\x1b[1;1Hab训练cd"])
+
+
 def test_unknown_output_goes_out_as_is_and_the_screen_is_redrawn_after() -> None:
     frame = "\x1b[1;1Hhello\x1b[2;1Hworld"
     diff = ScreenDiff()

@@ -8,7 +8,7 @@ from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.ui.widgets.partial import cells, repaint_changed
+from gputui.ui.widgets.partial import repaint_changed
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
@@ -74,10 +74,7 @@ class Gauge(Widget):
             self.set_class(severity == "error", "-error")
             self.refresh()
             return
-        # Only the runs of cells that changed: the CPU gauge's bar end and digits move
-        # every tick, its label and empty bar do not.
-        repaint_changed(self, [cells([(old, None)])], [cells([(new, None)])],
-                        top=(self.size.height - 1) // 2)
+        repaint_changed(self, [old], [new], top=(self.size.height - 1) // 2)
 
     def _plain(self, fraction: float | None, value: str) -> str:
         """The characters render_line draws on the gauge's line."""

@@ -31,7 +31,7 @@ from gputui.ui.widgets.gpu_view import (
     short_name,
     state,
 )
-from gputui.ui.widgets.partial import cells, repaint_changed
+from gputui.ui.widgets.partial import repaint_changed
 from gputui.ui.widgets.sparkline import WindowLine, sparkline_rows
 
 GIB = 2**30
@@ -216,6 +216,7 @@ class GpuRow(Widget):
         self._frame: GpuFrame | None = None
         self._lines: list[tuple[Part, ...]] = []
         self._lines_width = 0  # the width _lines were laid out for
+        self._strips: dict[int, Strip] = {}  # drawn lines, until the parts change
         self.lines = 1
 
     def set_lines(self, lines: int) -> None:
@@ -236,27 +237,36 @@ class GpuRow(Widget):
         if new == self._lines and width == self._lines_width:
             return
         old, self._lines, self._lines_width = self._lines, new, width
+        self._strips.clear()
         if not old:  # nothing drawn to compare with
             self.refresh()
             return
-        repaint_changed(self, [cells(line) for line in old], [cells(line) for line in new],
-                        gap=6)
+        repaint_changed(self, old, new)
 
     def on_resize(self) -> None:
         self._lines = []
+        self._strips.clear()
         self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()  # a theme change: the same parts in other colours
 
     def render_line(self, y: int) -> Strip:
         """One line straight from the parts laid out by update_frame: a segment per part
         in its component's style (no Text/Content layout pass per repaint)."""
         width = self.size.width
         lines = self._laid_out()
+        strip = self._strips.get(y)
+        if strip is not None and strip.cell_length == width:
+            return strip
         base = self.rich_style
         if y >= len(lines) or width <= 0:
             return Strip.blank(width, base)
         segments = [Segment(t, self.get_component_rich_style(cls) if cls else base)
                     for t, cls in lines[y] if t]
-        return Strip(segments).simplify().adjust_cell_length(width, base)
+        strip = self._strips[y] = Strip(segments).adjust_cell_length(width, base)
+        return strip
 
     def render(self) -> Text:
         """The same lines as rich Text (what `render_line` draws; tests and copies read it)."""
@@ -274,6 +284,7 @@ class GpuRow(Widget):
         if self._lines_width != width or len(self._lines) != self.lines:
             self._lines = row_lines(self._frame, self.info, width, self.lines)
             self._lines_width = width
+            self._strips.clear()
         return self._lines
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
@@ -15,7 +14,7 @@ from textual.widget import Widget
 
 from gputui.safe_text import printable
 from gputui.telemetry.units import fmt_duration
-from gputui.ui.widgets.partial import cells, repaint_changed
+from gputui.ui.widgets.partial import repaint_changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,20 +40,8 @@ def _interval(s: float) -> str:
     return f"{s:g}s"
 
 
-def _cells(text: Text) -> list[Hashable]:
-    """The text's cells: (character, style) each, the styles of its spans stacked."""
-    plain = text.plain
-    styles: list[Hashable] = [text.style] * len(plain)
-    for span in text.spans:
-        for i in range(max(0, span.start), min(len(plain), span.end)):
-            styles[i] = (styles[i], span.style)
-    return cells(zip(plain, styles, strict=True))
-
-
 class _Part(Widget):
-    """One side of the header; its own widget, and it repaints only the cells that
-    changed: the clock's tick rewrites a digit or two, not the line (what an SSH link
-    pays for)."""
+    """One side of the header; its own widget, repainted only when its text changed."""
 
     DEFAULT_CSS = """
     _Part { height: 1; width: 1fr; }
@@ -73,7 +60,7 @@ class _Part(Widget):
         if grew:  # only the auto-width right side needs a layout pass
             self.refresh(layout=self.has_class("-right"))
         else:
-            repaint_changed(self, [_cells(old)], [_cells(text)])
+            repaint_changed(self, [old], [text])
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return self.text.cell_len

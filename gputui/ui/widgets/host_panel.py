@@ -16,7 +16,7 @@ from gputui.telemetry.model import HostSample
 from gputui.telemetry.units import gib
 from gputui.ui.widgets.gauge import Gauge, bar_text
 from gputui.ui.widgets.gpu_panel import TextLine
-from gputui.ui.widgets.partial import cells, repaint_changed
+from gputui.ui.widgets.partial import repaint_changed
 from gputui.ui.widgets.sparkline import sparkline_rows
 
 LABEL = "CORE "
@@ -110,10 +110,7 @@ class CoreBars(Widget):
             if grew:
                 self.refresh(layout=True)
                 return
-            # Only the changed cells of the rows whose cores moved: with a segment per
-            # grid cell (render_line), the terminal gets those cells, not the row.
-            repaint_changed(self, [cells([(line, None)]) for line in old],
-                            [cells([(line, None)]) for line in lines])
+            repaint_changed(self, old, lines)  # the rows whose cores moved
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._render_lines(width))
