@@ -150,3 +150,24 @@ async def test_two_line_rows_at_80x24_show_the_throttle_clause_uncut() -> None:
         text = screen_text(app)
         line = next(x for x in text.splitlines() if "THROTTLED" in x)
         assert "HW thermal slowdown since" in line and "…" not in line
+
+
+async def test_a_theme_change_redraws_the_rows_in_the_new_colours() -> None:
+    # The rows keep their drawn lines and styles between ticks: a theme change must
+    # still reach them, like every other widget.
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(sampler, 0, 6, eight)
+        await pilot.pause()
+        row = app.query(GpuRow).first()
+
+        def name_style() -> object:
+            return next(seg.style for seg in row.render_line(0) if "A100" in seg.text)
+
+        dark = name_style()
+        assert app.theme != "gputui-light"
+        app.theme = "gputui-light"
+        await pilot.pause()
+        light = name_style()
+        assert light != dark
+        assert light == row.get_component_rich_style("gpurow--name")

@@ -217,6 +217,7 @@ class GpuRow(Widget):
         self._lines: list[tuple[Part, ...]] = []
         self._lines_width = 0  # the width _lines were laid out for
         self._strips: dict[int, Strip] = {}  # drawn lines, until the parts change
+        self._styles: dict[str | None, Style] = {}  # per component class
         self.lines = 1
 
     def set_lines(self, lines: int) -> None:
@@ -250,32 +251,45 @@ class GpuRow(Widget):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._strips.clear()  # a theme change: the same parts in other colours
+        self._strips.clear()
+        self._styles.clear()
+
+    def _part_styles(self) -> dict[str | None, Style]:
+        """The style of each component class (None: the row's own), kept until the CSS
+        changes (a theme): Textual forgets its own copy at every refresh, and working
+        them out again was most of what drawing a row cost."""
+        if not self._styles:
+            self._styles = {None: self.rich_style}
+            self._styles.update((c, self.get_component_rich_style(c))
+                                for c in self.COMPONENT_CLASSES)
+            self._strips.clear()
+        return self._styles
 
     def render_line(self, y: int) -> Strip:
         """One line straight from the parts laid out by update_frame: a segment per part
         in its component's style (no Text/Content layout pass per repaint)."""
         width = self.size.width
         lines = self._laid_out()
+        styles = self._part_styles()
         strip = self._strips.get(y)
         if strip is not None and strip.cell_length == width:
             return strip
-        base = self.rich_style
+        base = styles[None]
         if y >= len(lines) or width <= 0:
             return Strip.blank(width, base)
-        segments = [Segment(t, self.get_component_rich_style(cls) if cls else base)
-                    for t, cls in lines[y] if t]
-        strip = self._strips[y] = Strip(segments).adjust_cell_length(width, base)
+        segments = [Segment(t, styles[cls]) for t, cls in lines[y] if t]
+        strip = self._strips[y] = Strip(segments).simplify().adjust_cell_length(width, base)
         return strip
 
     def render(self) -> Text:
         """The same lines as rich Text (what `render_line` draws; tests and copies read it)."""
         text = Text(no_wrap=True, end="")
+        styles = self._part_styles()
         for y, line in enumerate(self._laid_out()):
             if y:
                 text.append("\n")
             for t, cls in line:
-                text.append(t, self.get_component_rich_style(cls) if cls else Style())
+                text.append(t, styles[cls] if cls else Style())
         return text
 
     def _laid_out(self) -> list[tuple[Part, ...]]:
