@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.e2e.tmux import TmuxSession, gputui_command, tmux_available  # noqa: E402
+from tests.e2e.tmux import TmuxSession, tmux_available  # noqa: E402
 from tests.fakenvml.harness import build_library, read_stats, scenario_path  # noqa: E402
 
 WIDTH, HEIGHT = 160, 50  # the default pane; --size changes it
@@ -128,13 +128,15 @@ def nvitop_program(interval: float) -> Program:
 
 
 def gputui_program(interval: float, tree: Path | None = None) -> Program:
-    if tree is None:
-        return Program("gputui", (*gputui_command(), "--interval", f"{interval:g}"))
+    """gputui from `tree`, or from this checkout (not whatever `gputui` is installed: in
+    a second checkout that would measure the other one's code)."""
+    label = "gputui" if tree is None else f"gputui@{tree.name}"
+    tree = ROOT if tree is None else tree
     if not (tree / "gputui" / "__init__.py").is_file():
         raise SetupError(f"{tree} is not a gputui source tree (no gputui/__init__.py)")
     # This interpreter (its venv has the dependencies), the other tree's package first;
     # -P: not the pane's working directory (this checkout) ahead of PYTHONPATH.
-    return Program(f"gputui@{tree.name}",
+    return Program(label,
                    (sys.executable, "-P", "-m", "gputui", "--interval", f"{interval:g}"),
                    (("PYTHONPATH", str(tree.resolve())),))
 
