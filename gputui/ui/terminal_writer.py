@@ -1,12 +1,13 @@
 """Write to the terminal only the cells that changed, as curses does.
 
 Textual repaints a widget's whole line from the widget's left edge whenever anything in
-it changes, every segment as "set style, text, reset", and may repaint the same line
-several times a tick. Over ssh that is what the link carries: a compact GPU row costs
-~700 bytes a second when one digit changes. `ScreenDiff` keeps what the terminal shows
-(character and style of each cell written) and turns each of Textual's writes into the
-cells that differ from it, with a cursor move per run of changed cells and a style
-sequence only where the style changes.
+it changes, every segment as "set style, text, reset". Over ssh that is what the link
+carries: a compact GPU row costs ~700 bytes a second when one digit changes. `ScreenDiff`
+keeps what the terminal shows (character and style of each cell written) and turns each
+of Textual's writes into the cells that differ from it, with a cursor move per run of
+changed cells and a style sequence only where the style changes. A run of one-cell
+characters is compared with the model in one go, cell by cell only where it changed:
+parsing Textual's output is most of what this costs.
 
 Textual's screen output is a small language: absolute cursor moves (CSI row;col H),
 SGR styles (CSI ... m), text, and "\\r\\n" between the lines of a full repaint. Mode
