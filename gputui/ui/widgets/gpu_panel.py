@@ -395,7 +395,9 @@ class GpuPanel(Widget):
         lines = self._laid_out()
         if y >= len(lines) or width <= 0:
             return Strip.blank(width, self._style(BG))
-        return Strip([Segment(text, self._style(key)) for text, key in lines[y]], width)
+        # Cut or padded to the width: a panel narrower than its fixed columns crops.
+        return Strip([Segment(text, self._style(key)) for text, key in lines[y]]
+                     ).adjust_cell_length(width, self._style(BG))
 
 
 class GpuArea(VerticalScroll):
