@@ -17,15 +17,13 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from gputui.bench.fmt import fmt_bytes, fmt_eta, fmt_num, remaining_s
 from gputui.commands.argtypes import positive_float, positive_int
-from gputui.commands.bench_view import failure_line, print_summary
 from gputui.errors import GputuiError, UsageError
 from gputui.safe_text import no_markup, printable
 
@@ -37,8 +35,19 @@ if TYPE_CHECKING:
     from gputui.bench.runner import BenchRun
 
 
+def _results_command(name: str) -> Callable[[argparse.Namespace], int]:
+    """`bench history/show/compare/export`: bench_results.<name>, imported when it runs
+    (`gputui` builds every subcommand's parser; the monitor's start should not load the
+    result modules)."""
+    def run(args: argparse.Namespace) -> int:
+        from gputui.commands import bench_results
+
+        func: Callable[[argparse.Namespace], int] = getattr(bench_results, name)
+        return func(args)
+    return run
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from gputui.commands import bench_results
     p = sub.add_parser(
         "bench",
         help="run built-in benchmarks; list, compare and export results",
@@ -118,24 +127,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     hp = bs.add_parser("history", help="saved results, oldest first")
     hp.add_argument("--json", action="store_true", help="one flat object per result")
     hp.add_argument("--limit", type=positive_int, metavar="N", help="only the newest N")
-    hp.set_defaults(func=bench_results.run_history)
+    hp.set_defaults(func=_results_command("run_history"))
 
     sp = bs.add_parser("show", help="one saved result")
     sp.add_argument("id", metavar="ID", help="result id (a unique prefix is enough)")
     sp.add_argument("--json", action="store_true", help="print the result document")
-    sp.set_defaults(func=bench_results.run_show)
+    sp.set_defaults(func=_results_command("run_show"))
 
     cp = bs.add_parser("compare", help="two results side by side, with ratios B/A")
     cp.add_argument("a", metavar="A", help="baseline result id")
     cp.add_argument("b", metavar="B", help="result id to compare with A")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    cp.set_defaults(func=bench_results.run_compare)
+    cp.set_defaults(func=_results_command("run_compare"))
 
     ep = bs.add_parser("export", help="saved results as CSV or Markdown")
     ep.add_argument("ids", nargs="*", metavar="ID", help="only these results (default: all)")
     ep.add_argument("--format", choices=("csv", "markdown"), default="csv")
     ep.add_argument("--output", type=Path, metavar="FILE", help="write to FILE (atomically)")
-    ep.set_defaults(func=bench_results.run_export)
+    ep.set_defaults(func=_results_command("run_export"))
 
     from gputui.commands import bench_tables  # `bench peaks`, `bench references`
 
@@ -262,6 +271,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _defaults_text(defaults: Mapping[str, Any]) -> str:
+    # The result and formatting modules are imported where they are used: `gputui`
+    # builds every subcommand's parser, and the monitor's start should not load them.
+    from gputui.bench.fmt import fmt_bytes
+
     short = {"batch_size": "batch", "image_size": "image", "duration_s": "duration",
              "seq_len": "seq", "array_bytes": "array", "host_bytes": "host"}
     parts = []
@@ -282,6 +295,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from gputui.bench.request import make_request
     from gputui.bench.run_queue import Planned, RunQueue
     from gputui.bench.runner import DEFAULT_TIMEOUT_S
+    from gputui.commands.bench_view import failure_line, print_summary
 
     result_id = results_store.new_id()
     request = make_request(
@@ -425,6 +439,7 @@ def _show_progress(run: BenchRun, request: RunRequest) -> None:
     )
 
     from gputui.bench import events
+    from gputui.bench.fmt import fmt_eta, fmt_num, remaining_s
 
     console = _console(stderr=True)
     if not console.is_terminal:

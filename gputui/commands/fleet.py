@@ -16,10 +16,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.errors import UsageError
-from gputui.fleet.model import FleetSnapshot, HostState
 from gputui.safe_text import printable
 
 if TYPE_CHECKING:
+    from gputui.fleet.model import FleetSnapshot
     from gputui.fleet.poller import Poller
 
 
@@ -105,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
 def once_failure(snap: FleetSnapshot) -> str | None:
     """Why `fleet --once` exits 1 (no host could be read successfully), or None."""
+    from gputui.fleet.model import HostState  # not at the top: `gputui` loads every parser
+
     if snap.error is not None:
         return snap.error
     if any(h.state is HostState.UP for h in snap.hosts):

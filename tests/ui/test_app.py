@@ -20,7 +20,6 @@ from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.widgets.gpu_panel import GpuArea, GpuPanel, GpuRow
 from gputui.ui.widgets.process_table import COLUMN_KEYS, ProcessTable
-from gputui.ui.widgets.sparkline import FixedSparkline
 from tests.ui.helpers import (
     GIB,
     T0,
@@ -348,8 +347,8 @@ async def test_history_window_key_changes_the_sparklines() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         feed(sampler, 0, 120, two_gpus)  # two minutes of history
         await pilot.pause()
-        spark = app.query_one("#gpu-0 #s-util_gpu_pct", FixedSparkline)
-        drawn_5min = spark.rows[0].strip()
+        panel = app.query_one("#gpu-0", GpuPanel)
+        drawn_5min = panel.spark_rows_of("util_gpu_pct")[0].strip()
         assert app.window_s == 300
         await pilot.press("w")  # 5 → 15 min
         assert app.window_s == 900
@@ -357,9 +356,10 @@ async def test_history_window_key_changes_the_sparklines() -> None:
         await pilot.pause()
         assert app.window_s == 60
         assert "history 1 min" in screen_text(app)
-        drawn_1min = spark.rows[0].strip()
+        drawn_1min = panel.spark_rows_of("util_gpu_pct")[0].strip()
         # One minute of a two-minute history fills the width; five minutes do not.
-        assert len(drawn_1min) == spark.size.width > len(drawn_5min)
+        width = panel.part_region("s-util_gpu_pct").width
+        assert len(drawn_1min) == width > len(drawn_5min)
 
 
 async def test_recording_writes_every_snapshot(tmp_path: Path) -> None:
@@ -691,9 +691,10 @@ async def test_a_big_terminal_gets_tall_sparklines_a_core_grid_and_a_long_table(
         await pilot.pause()
         area = app.query_one(GpuArea)
         assert not area.compact and area.spark_rows == 3
-        spark = app.query_one("#gpu-0 #s-util_gpu_pct", FixedSparkline)
-        assert spark.size.height == 3 and len(spark.rows) == 3
-        assert all(len(r) == spark.size.width for r in spark.rows)
+        panel = app.query_one("#gpu-0", GpuPanel)
+        spark, rows = panel.part_region("s-util_gpu_pct"), panel.spark_rows_of("util_gpu_pct")
+        assert spark.height == 3 and len(rows) == 3
+        assert all(len(r) == spark.width for r in rows)
         assert area.max_scroll_y == 0  # the taller panels still fit
         cores = app.query_one(CoreBars)
         assert cores.grid
@@ -704,4 +705,4 @@ async def test_a_big_terminal_gets_tall_sparklines_a_core_grid_and_a_long_table(
         # Back to 120×40: one-row sparklines again.
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
-        assert area.spark_rows == 1 and spark.size.height == 1
+        assert area.spark_rows == 1 and panel.part_region("s-util_gpu_pct").height == 1

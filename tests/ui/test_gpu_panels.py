@@ -12,7 +12,6 @@ from textual.geometry import Region
 
 from gputui.ui.widgets.gpu_panel import GpuArea, GpuPanel, GpuRow, TextLine
 from gputui.ui.widgets.gpu_view import HISTORY_METRICS
-from gputui.ui.widgets.sparkline import FixedSparkline, TimeAxis
 from tests.ui.helpers import feed, gpu, lost, screen_text, snap, throttled
 from tests.ui.test_app import make_app
 
@@ -77,25 +76,24 @@ async def test_every_gpu_above_the_fold_with_labelled_history(size: tuple[int, i
             i = next(k for k, r in enumerate(rows1) if r.startswith("│ GPU "))
             assert re.match(r"│ SM ACT .* \d+% ", rows1[i + 1]), rows1
         for panel in widgets:
-            spark_w = panel.query_one("#s-util_gpu_pct", FixedSparkline).region
+            spark_w = panel.part_region("s-util_gpu_pct")
             for metric, label in HISTORY_METRICS:
-                spark = panel.query_one(f"#s-{metric}", FixedSparkline)
-                scale = panel.query_one(f"#x-{metric}", TextLine)
-                rows = _rows(app, scale)
+                spark = panel.part_region(f"s-{metric}")
+                rows = _rows(app, panel.part_region(f"x-{metric}"))
                 # Labelled: the gauge on the same rows names it; the scale is written.
                 if len(rows) == 1:
                     assert rows[0].strip() == SCALES[metric]
                 else:  # a tall graph: its top value above, 0 below, like an axis
                     assert rows[0].strip() == SCALES[metric].removeprefix("0–")
                     assert rows[-1].strip() == "0"
-                gauge_rows = _rows(app, panel.query_one(f"#g-{metric}"))
+                gauge_rows = _rows(app, panel.part_region(f"g-{metric}"))
                 assert any(r.startswith(label) for r in gauge_rows), (label, gauge_rows)
-                assert spark.region.x == spark_w.x and spark.region.right == spark_w.right
+                assert spark.x == spark_w.x and spark.right == spark_w.right
             # The time axis under the graphs: the window's start on the left, "now" right.
-            axis = panel.query_one(TimeAxis)
+            axis = panel.part_region("axis")
             (line,) = _rows(app, axis)
             assert line.startswith("−5m") and line.rstrip().endswith("now")
-            assert axis.region.right == spark_w.right and axis.region.x == spark_w.x
+            assert axis.right == spark_w.right and axis.x == spark_w.x
             assert len(line.rstrip()) == spark_w.width
 
 
@@ -106,10 +104,10 @@ async def test_tall_sparklines_have_a_blank_row_between_neighbours() -> None:
         await pilot.pause()
         panel = app.query_one(GpuPanel)
         assert app.query_one(GpuArea).spark_rows == 3
-        sparks = [panel.query_one(f"#s-{m}", FixedSparkline) for m, _ in HISTORY_METRICS]
+        sparks = [panel.part_region(f"s-{m}") for m, _ in HISTORY_METRICS]
         for upper, lower in itertools.pairwise(sparks):
-            assert lower.region.y == upper.region.bottom + 1  # one blank row between
-            r = upper.region
+            assert lower.y == upper.bottom + 1  # one blank row between
+            r = upper
             (gap,) = _rows(app, Region(r.x, r.bottom, r.width, 1))
             assert not gap.strip()
 
@@ -126,13 +124,13 @@ async def test_sm_active_beside_gpu_util_with_history_and_dash_when_unknown() ->
         gpu_row = next(i for i, r in enumerate(rows0) if r.startswith("│ GPU "))
         assert re.match(r"│ SM ACT .* 80% ", rows0[gpu_row + 1])  # right under GPU util
         # Its history on 0–100 %: half the window at 40 %, then 80 % (▃ then ▆).
-        drawn = p0.query_one("#s-sm_active_pct", FixedSparkline).rows[0]
+        drawn = p0.spark_rows_of("sm_active_pct")[0]
         half = len(drawn) // 2
         assert set(drawn[: half - 1]) == {"▃"} and set(drawn[half + 1:]) == {"▆"}
         # A GPU without GPM counters: a dash, and no line at all (never a 0 line).
         rows1 = [r.strip() for r in _rows(app, p1)]
         assert any(re.match(r"│ SM ACT \S* +— ", r) for r in rows1), rows1
-        assert not p1.query_one("#s-sm_active_pct", FixedSparkline).rows[0].strip()
+        assert not p1.spark_rows_of("sm_active_pct")[0].strip()
 
 
 @pytest.mark.parametrize("size", ((80, 24), (120, 40), (200, 60)))
@@ -147,17 +145,17 @@ async def test_the_gpm_verdict_is_a_panel_line_wrapped_never_cut(size: tuple[int
         await pilot.pause()
         await pilot.pause()
         panel = app.query_one(GpuPanel)
-        verdict = panel.query_one("#verdict", TextLine)
+        verdict = panel.part_region("verdict")
         words = "◇ busy 98 % but SMs 22 % active, tensor cores idle: launch- or input-bound?"
-        assert str(verdict.render()) == words
+        assert panel.verdict_text == words
         shown = " ".join(r.strip("│ ") for r in _rows(app, verdict))
         assert re.sub(r"\s+", " ", shown).strip() == words  # all of it, on as many rows
-        assert panel.region.bottom > verdict.region.bottom  # inside its panel's border
+        assert panel.region.bottom > verdict.bottom  # inside its panel's border
         # Busy and compute-bound: no verdict line.
         feed(sampler, 10, 11, lambda t: snap(t, [gpu(0, t, util_gpu_pct=98, sm_active_pct=90.0,
                                                       tensor_active_pct=60.0)]))
         await pilot.pause()
-        assert not verdict.display
+        assert panel.verdict_text is None and not panel.part_region("verdict")
 
 
 async def test_gpm_held_by_another_profiler_is_said_once() -> None:

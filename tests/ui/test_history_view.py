@@ -9,6 +9,7 @@ import pytest
 from textual_plotext import PlotextPlot
 
 from gputui.ui.screens.history import CHARTS, HistoryScreen, segments, time_ticks
+from gputui.ui.widgets.gpu_panel import GpuPanel
 from tests.ui.helpers import feed, gpu, lost, screen_text, snap, throttled
 from tests.ui.test_app import make_app
 
@@ -135,8 +136,8 @@ async def test_power_spikes_between_ticks_are_drawn_as_the_max_within_each_tick(
     async with app.run_test(size=(120, 40)) as pilot:
         feed(sampler, 0, 60, spiky)
         await pilot.pause()
-        spark = app.query_one("#s-power_w")
-        assert spark.series == "power_w_peak"  # type: ignore[attr-defined]
+        panel = app.query_one(GpuPanel)
+        assert panel.spark_series("power_w") == "power_w_peak"
         assert app.history.window(0, "power_w_peak", 60)[1][-55] == 690.0  # t=5
         await pilot.press("h")
         await pilot.pause()

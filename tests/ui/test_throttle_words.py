@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rich.text import Text
 
-from gputui.ui.widgets.gpu_panel import GpuPanel, TextLine
+from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.gpu_view import short_reasons, state
 from tests.ui.helpers import T0, feed, gpu, snap, throttled
 from tests.ui.test_app import make_app
@@ -35,12 +35,12 @@ async def test_the_throttle_sentence_wraps_and_is_never_cut(size: tuple[int, int
             await pilot.pause()
         panels = list(app.query(GpuPanel))
         assert panels and panels[0].display
-        line = panels[0].query_one("#state", TextLine)
-        sentence = str(line.render())
+        line = panels[0].part_region("state")
+        sentence = panels[0].state_text
         assert sentence.startswith(HEAD) and sentence.endswith(TAIL), sentence
-        needed = len(Text(sentence).wrap(app.console, line.size.width))
-        assert line.size.height >= needed, (line.size, needed)
-        assert panels[0].region.bottom > line.region.bottom  # inside its panel's border
+        needed = len(Text(sentence).wrap(app.console, line.width))
+        assert line.height >= needed, (line, needed)
+        assert panels[0].region.bottom > line.bottom  # inside its panel's border
 
 
 def test_compact_labels_keep_each_reason_whole() -> None:

@@ -1,4 +1,7 @@
-"""A one-line gauge: label, bar, value text. Drawn with render_line in four segments."""
+"""A one-line gauge: label, bar, value text. Drawn with render_line in four segments.
+
+`gauge_parts` lays the line out; the Gauge widget and the GPU panel (which draws its
+gauges itself, in its own styles) both draw from it."""
 
 from __future__ import annotations
 
@@ -26,6 +29,23 @@ def bar_text(fraction: float | None, width: int) -> tuple[str, str]:
     # The empty part uses a different glyph, not just a different colour, so the
     # fill level reads on a monochrome terminal too.
     return filled, "░" * (width - len(filled))
+
+
+GAUGE_ROLES = ("label", "fill", "empty", "value")  # the parts of a gauge's line
+
+
+def gauge_parts(label: str, label_width: int, value_width: int, fraction: float | None,
+                value: str, width: int) -> list[tuple[str, str]]:
+    """The gauge's line, `width` cells, as (text, role) parts (roles: GAUGE_ROLES), empty
+    parts left out: `LABEL ██████░░░░ value`, or label and value only when too narrow."""
+    label = label.ljust(label_width)[:label_width]
+    bar_w = width - len(label) - max(len(value), value_width) - 1
+    if bar_w < 3:  # too narrow for a bar: label and value only
+        return [(f"{label}{value}"[:width].ljust(width), "value")]
+    filled, empty = bar_text(fraction, bar_w)
+    value = " " + value.rjust(width - len(label) - bar_w - 1)
+    parts = [(label, "label"), (filled, "fill"), (empty, "empty"), (value, "value")]
+    return [p for p in parts if p[0]]
 
 
 class Gauge(Widget):
@@ -78,31 +98,16 @@ class Gauge(Widget):
 
     def _plain(self, fraction: float | None, value: str) -> str:
         """The characters render_line draws on the gauge's line."""
-        width = self.size.width
-        label = self.label.ljust(self.label_width)[: self.label_width]
-        bar_w = width - len(label) - max(len(value), self.value_width) - 1
-        if bar_w < 3:
-            return f"{label}{value}"[:width].ljust(width)
-        filled, empty = bar_text(fraction, bar_w)
-        return label + filled + empty + " " + value.rjust(width - len(label) - bar_w - 1)
+        parts = gauge_parts(self.label, self.label_width, self.value_width, fraction, value,
+                            self.size.width)
+        return "".join(text for text, _role in parts)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         # Taller than a line (beside a tall sparkline): drawn on the middle row.
         if y != (self.size.height - 1) // 2 or width <= 0:
             return Strip.blank(width, self.rich_style)
-        label = self.label.ljust(self.label_width)[: self.label_width]
-        value = self.value_text
-        bar_w = width - len(label) - max(len(value), self.value_width) - 1
-        if bar_w < 3:  # too narrow for a bar: label and value only
-            text = f"{label}{value}"[:width].ljust(width)
-            return Strip([Segment(text, self.get_component_rich_style("gauge--value"))], width)
-        filled, empty = bar_text(self.fraction, bar_w)
-        value = " " + value.rjust(width - len(label) - bar_w - 1)
-        segments = [
-            Segment(label, self.get_component_rich_style("gauge--label")),
-            Segment(filled, self.get_component_rich_style("gauge--fill")),
-            Segment(empty, self.get_component_rich_style("gauge--empty")),
-            Segment(value, self.get_component_rich_style("gauge--value")),
-        ]
-        return Strip([s for s in segments if s.text], width)
+        parts = gauge_parts(self.label, self.label_width, self.value_width, self.fraction,
+                            self.value_text, width)
+        return Strip([Segment(text, self.get_component_rich_style(f"gauge--{role}"))
+                      for text, role in parts], width)

@@ -3,22 +3,32 @@ that holds the panels or the compact rows (`gpu_row`)."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import ClassVar
+
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
 from textual.containers import Grid, Vertical, VerticalScroll
+from textual.content import Content
+from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
 from gputui.safe_text import no_markup
 from gputui.telemetry.model import DeviceInfo
-from gputui.ui.layout import GPU_AREA_MAX, PANEL_HEIGHT, SPARK_ROWS_MAX
-from gputui.ui.widgets.gauge import Gauge
+from gputui.telemetry.units import NA
+from gputui.ui.layout import GPU_AREA_MAX, SPARK_ROWS_MAX
+from gputui.ui.widgets.gauge import gauge_parts
 from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
 from gputui.ui.widgets.gpu_view import (
     HISTORY_METRICS,
     SPARK_SERIES,
+    GaugeView,
     GpuFrame,
     gauges,
     gpm_verdict,
@@ -28,10 +38,11 @@ from gputui.ui.widgets.gpu_view import (
     state,
 )
 from gputui.ui.widgets.mig_view import mig_summary
-from gputui.ui.widgets.sparkline import FixedSparkline, TimeAxis
+from gputui.ui.widgets.partial import cells, repaint_changed
+from gputui.ui.widgets.sparkline import sparkline_rows, time_axis
 
 __all__ = ["GpuArea", "GpuFrame", "GpuPanel", "GpuRow", "TextLine", "panel_title",
-           "window_label"]
+           "window_label", "wrap_rows"]
 
 STATE_ROWS_MAX = 3  # the throttle sentence at 80 columns takes two
 SCALE_WIDTH = 9  # "0–1980MHz": the scale column beside the sparklines
@@ -65,41 +76,105 @@ class TextLine(Static):
         self.update(Text(text), layout=False)
 
 
-def _wrapped_rows(widget: Widget, width: int, text: str | None) -> int:
-    """Rows `text` takes wrapped to `width` cells (0: no text; 1 until there is a width)."""
-    if text is None:
-        return 0
+def wrap_rows(text: str, width: int) -> list[tuple[str, int]]:
+    """`text` word-wrapped to `width` cells as a Static wraps it (never cut): each row,
+    with where in `text` it starts."""
     if width <= 0 or cell_len(text) <= width:
-        return 1
-    return min(STATE_ROWS_MAX, len(Text(text).wrap(widget.app.console, width)))
+        return [(text, 0)]
+    rows, start = [], 0
+    for line in Content(text).wrap(width):
+        start = text.find(line.plain, start)
+        rows.append((line.plain, start))
+        start += len(line.plain)
+    return rows
+
+
+# A part of a panel line is (text, style key). The keys: BG (the panel's background alone:
+# gaps, padding, the blank after a text), BASE (the panel's own colour), a component class
+# of the panel, or (one of those, (x, y)) for a row of text: drawn with the meta a Static
+# gives its text (where the row starts in it), so that the screen is, segment for segment,
+# what it was when the panel was built of Static, Gauge and sparkline widgets.
+StyleKey = Hashable
+Part = tuple[str, StyleKey]
+BG = "bg"
+BASE = "base"
+MUTED = "gpupanel--muted"
+SEVERITY_STYLE = {"warning": "gpupanel--warning", "error": "gpupanel--error"}
+GAP = 2  # the cells between the panel's columns (gauges, graphs, scales)
+FAN_WIDTH = GAUGE_WIDTH - 6  # the fan gauge shares its cell with the P-state (1 + 5 cells)
+
+
+def _text(text: str, width: int, key: str, offset: tuple[int, int] = (0, 0)) -> list[Part]:
+    """One row of a text `width` cells wide, as a Static draws it: the text, then blank."""
+    parts: list[Part] = [(text, (key, offset))]
+    pad = width - cell_len(text)
+    if pad > 0:
+        parts.append((" " * pad, BG))
+    return parts
+
+
+def _text_rows(lines: list[tuple[str, tuple[int, int]]], rows: int, width: int, key: str
+               ) -> list[list[Part]]:
+    """`rows` rows of a text box holding `lines` ((text, where it starts)), blank below."""
+    return [_text(lines[y][0], width, key, lines[y][1]) if y < len(lines)
+            else [(" " * width, BG)] for y in range(rows)]
+
+
+def _wrapped(text: str, width: int) -> list[tuple[str, tuple[int, int]]]:
+    return [(row, (x, 0)) for row, x in wrap_rows(text, width)]
+
+
+def _gauge(view: GaugeView, label: str, width: int, value_width: int) -> list[Part]:
+    sev = f"-{view.severity}" if view.severity in ("warning", "error") else ""
+    return [(text, f"gpupanel--{role}{sev if role in ('fill', 'value') else ''}")
+            for text, role in gauge_parts(label, GAUGE_LABEL_WIDTH, value_width,
+                                          view.fraction, view.text, width)]
+
+
+NO_VALUE = GaugeView(None, NA)  # a gauge before the first frame
 
 
 class GpuPanel(Widget):
-    DEFAULT_CSS = f"""
-    GpuPanel {{
-        layout: grid;
-        grid-size: 3;
-        grid-columns: {GAUGE_WIDTH} 1fr {SCALE_WIDTH};
-        grid-rows: 1;
-        grid-gutter: 0 2;
-        height: {PANEL_HEIGHT};
+    """One GPU: a gauge, a history graph and its scale per metric, the fan and P-state,
+    the time axis, the throttle state and the GPM verdict in words.
+
+    Drawn as one widget, line by line (`render_line`), on a grid of three columns
+    (gauges, graphs, scales): a panel of ~30 widgets cost most of the first frame
+    (mounting, styling and laying them out). Each tick repaints only the changed cells.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "gpupanel--label", "gpupanel--fill", "gpupanel--empty", "gpupanel--value",
+        "gpupanel--fill-warning", "gpupanel--value-warning",
+        "gpupanel--fill-error", "gpupanel--value-error",
+        "gpupanel--spark", "gpupanel--muted", "gpupanel--warning", "gpupanel--error",
+        "gpupanel--verdict",
+    }
+    DEFAULT_CSS = """
+    GpuPanel {
+        height: auto;
         border: round $primary 60%;
         border-title-color: $foreground;
         border-title-style: bold;
         border-subtitle-color: $text-muted;
         padding: 0 1;
-    }}
-    GpuPanel.-throttling {{ border: round $warning; }}
-    GpuPanel.-lost {{ border: heavy $error; }}
-    GpuPanel.-stale {{ border: heavy $warning; }}
-    GpuPanel > .misc {{ layout: horizontal; height: 1; }}
-    GpuPanel > .misc > Gauge {{ width: 1fr; }}
-    GpuPanel > .misc > .pstate {{ width: 5; margin-left: 1; }}
-    GpuPanel > .scale {{ color: $text-muted; }}
-    GpuPanel > .state {{ column-span: 3; height: 1; }}
-    GpuPanel > .state.-warning {{ color: $warning; text-style: bold; }}
-    GpuPanel > .state.-error {{ color: $error; text-style: bold; }}
-    GpuPanel > .verdict {{ column-span: 3; height: 1; color: $accent; display: none; }}
+    }
+    GpuPanel.-throttling { border: round $warning; }
+    GpuPanel.-lost { border: heavy $error; }
+    GpuPanel.-stale { border: heavy $warning; }
+    GpuPanel > .gpupanel--label { color: $text-muted; text-style: bold; }
+    GpuPanel > .gpupanel--fill { color: $primary; }
+    GpuPanel > .gpupanel--empty { color: $foreground 25%; }
+    GpuPanel > .gpupanel--value { color: $foreground; }
+    GpuPanel > .gpupanel--fill-warning { color: $warning; }
+    GpuPanel > .gpupanel--value-warning { color: $warning; text-style: bold; }
+    GpuPanel > .gpupanel--fill-error { color: $error; }
+    GpuPanel > .gpupanel--value-error { color: $error; text-style: bold; }
+    GpuPanel > .gpupanel--spark { color: $secondary; }
+    GpuPanel > .gpupanel--muted { color: $text-muted; }
+    GpuPanel > .gpupanel--warning { color: $warning; text-style: bold; }
+    GpuPanel > .gpupanel--error { color: $error; text-style: bold; }
+    GpuPanel > .gpupanel--verdict { color: $accent; }
     """
 
     def __init__(self, info: DeviceInfo, *, id: str | None = None) -> None:
@@ -107,118 +182,222 @@ class GpuPanel(Widget):
         self.info = info
         self.border_title = panel_title(info)
         self.border_subtitle = no_markup(info.pci_bus_id)
-        self._pending: GpuFrame | None = None
-        self._ready = False
+        self._frame: GpuFrame | None = None
         self.spark_rows = 1
         self.state_rows = 1  # the throttle sentence wraps onto more rows, never cut
         self.verdict_rows = 0  # the GPM verdict, wrapped the same way (0: none)
-        self._scale_keys: dict[str, tuple[float | None, int]] = {}
-        self._lines: tuple[str | None, str | None] = (None, None)  # state, verdict
+        self._texts: tuple[str, str | None, str | None] = ("", None, None)  # state, sev, verdict
+        self._lines: list[list[Part]] = []  # as drawn (laid out for _lines_width)
+        self._lines_width = 0
+        self._styles: dict[StyleKey, Style] = {}
 
-    def compose(self) -> ComposeResult:
-        for metric, label in HISTORY_METRICS:
-            yield Gauge(label, label_width=GAUGE_LABEL_WIDTH, value_width=12, id=f"g-{metric}")
-            yield FixedSparkline(self.info.index, metric, id=f"s-{metric}",
-                                 series=SPARK_SERIES.get(metric))
-            yield TextLine("", classes="scale", id=f"x-{metric}")
-        with Widget(classes="misc"):
-            yield Gauge("FAN", label_width=GAUGE_LABEL_WIDTH, id="g-fan", value_width=4)
-            yield TextLine("", classes="pstate", id="pstate")
-        yield TimeAxis(id="axis")
-        yield TextLine("", classes="scale", id="axis-end")
-        yield TextLine("", classes="state", id="state")
-        yield TextLine("", classes="verdict", id="verdict")
-
-    def on_mount(self) -> None:
-        # Looked up once: update_frame runs every tick for every GPU.
-        self._gauges = {g.id.removeprefix("g-"): g for g in self.query(Gauge) if g.id}
-        self._sparks = {s.metric: s for s in self.query(FixedSparkline)}
-        self._scales = {m: self.query_one(f"#x-{m}", TextLine) for m, _ in HISTORY_METRICS}
-        self._pstate = self.query_one("#pstate", TextLine)
-        self._axis = self.query_one(TimeAxis)
-        self._state = self.query_one("#state", TextLine)
-        self._verdict = self.query_one("#verdict", TextLine)
-        self._ready = True
-        self._apply_rows()
-        if self._pending is not None:
-            self.update_frame(self._pending)
+    # -- layout -------------------------------------------------------------------------
 
     def set_spark_rows(self, rows: int) -> None:
         """History rows `rows` tall (1 to SPARK_ROWS_MAX): used when the terminal has
         room to spare; the gauge sits in the middle of its row."""
         rows = max(1, min(SPARK_ROWS_MAX, rows))
-        if rows == self.spark_rows:
-            return
-        self.spark_rows = rows
-        if self._ready:
+        if rows != self.spark_rows:
+            self.spark_rows = rows
             self._apply_rows()
 
-    def _apply_rows(self) -> None:
-        rows = self.spark_rows
+    def _gap(self) -> int:
         # Tall sparklines: a blank row under each but the last (the time axis is under
         # that one), so that neighbours never run together.
-        gap = 1 if rows > 1 else 0
-        grid = [rows + gap] * (len(HISTORY_METRICS) - 1) + [rows, 1, self.state_rows]
-        if self.verdict_rows:
-            grid.append(self.verdict_rows)
-        self.styles.height = 2 + sum(grid)
-        self.styles.grid_rows = " ".join(map(str, grid))
-        self._state.styles.height = self.state_rows
-        self._verdict.styles.height = max(1, self.verdict_rows)
-        for metric, _label in HISTORY_METRICS:
-            self._gauges[metric].styles.height = rows
-            self._sparks[metric].styles.height = rows
-            self._scales[metric].styles.height = rows
+        return 1 if self.spark_rows > 1 else 0
+
+    def _misc_y(self) -> int:
+        """The row of the fan gauge, the P-state and the time axis."""
+        return len(HISTORY_METRICS) * (self.spark_rows + self._gap()) - self._gap()
+
+    def _content_rows(self) -> int:
+        return self._misc_y() + 1 + self.state_rows + self.verdict_rows
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self._content_rows()
+
+    def _apply_rows(self) -> None:
+        self._lines = []
+        self.refresh(layout=True)
+
+    def _graph_width(self) -> int:
+        return max(0, self.size.width - GAUGE_WIDTH - SCALE_WIDTH - 2 * GAP)
+
+    def part_region(self, part: str) -> Region:
+        """Where a part of the panel is on screen: "g-<metric>" (its gauge), "s-<metric>"
+        (its graph), "x-<metric>" (its scale), "g-fan", "pstate", "axis", "state",
+        "verdict" (an empty region when there is none)."""
+        graph = self._graph_width()
+        rows, step = self.spark_rows, self.spark_rows + self._gap()
+        misc = self._misc_y()
+        scale_x = GAUGE_WIDTH + GAP + graph + GAP
+        local: dict[str, tuple[int, int, int, int]] = {
+            "g-fan": (0, misc, FAN_WIDTH, 1),
+            "pstate": (FAN_WIDTH + 1, misc, GAUGE_WIDTH - FAN_WIDTH - 1, 1),
+            "axis": (GAUGE_WIDTH + GAP, misc, graph, 1),
+            "state": (0, misc + 1, self.size.width, self.state_rows),
+            "verdict": (0, misc + 1 + self.state_rows, self.size.width, self.verdict_rows),
+        }
+        for i, (metric, _label) in enumerate(HISTORY_METRICS):
+            local[f"g-{metric}"] = (0, i * step, GAUGE_WIDTH, rows)
+            local[f"s-{metric}"] = (GAUGE_WIDTH + GAP, i * step, graph, rows)
+            local[f"x-{metric}"] = (scale_x, i * step, SCALE_WIDTH, rows)
+        x, y, w, h = local[part]
+        box = self.content_region
+        return Region(box.x + x, box.y + y, w, h)
+
+    # -- what is shown ------------------------------------------------------------------
+
+    @property
+    def state_text(self) -> str:
+        """The throttle state in words, as shown ("" before the first frame)."""
+        return self._texts[0]
+
+    @property
+    def verdict_text(self) -> str | None:
+        """The GPM verdict line as shown, or None when there is none."""
+        return self._texts[2]
+
+    def spark_series(self, metric: str) -> str:
+        """The History series the graph of `metric` draws."""
+        return SPARK_SERIES.get(metric, metric)
+
+    def spark_rows_of(self, metric: str) -> list[str]:
+        """The rows of block characters the graph of `metric` shows, top row first."""
+        region = self.part_region(f"s-{metric}")
+        x = region.x - self.content_region.x
+        top = region.y - self.content_region.y
+        lines = self._laid_out()
+        return ["".join(t for t, _k in lines[y])[x:x + region.width]
+                for y in range(top, min(top + region.height, len(lines)))]
 
     def _measure(self) -> None:
         """Rows for the state sentence and the verdict, wrapped to the panel's width."""
-        width = self.content_size.width  # both lines span the panel's three columns
-        state_rows = max(1, _wrapped_rows(self, width, self._lines[0]))
-        verdict_rows = _wrapped_rows(self, width, self._lines[1])
+        width = self.size.width  # both lines span the panel's three columns
+        state, _sev, verdict = self._texts
+        state_rows = min(STATE_ROWS_MAX, len(wrap_rows(state, width)))
+        verdict_rows = 0 if verdict is None else min(STATE_ROWS_MAX,
+                                                     len(wrap_rows(verdict, width)))
         if (state_rows, verdict_rows) != (self.state_rows, self.verdict_rows):
             self.state_rows, self.verdict_rows = state_rows, verdict_rows
             self._apply_rows()
 
     def on_resize(self) -> None:
         # The first frame may come before the panel has a width: wrap once it has one.
-        if self._ready:
-            self._measure()
+        self._measure()
+        self._lines = []
+        self.refresh()
 
     def update_frame(self, f: GpuFrame) -> None:
-        if not self._ready:  # a frame that arrives while mounting is shown on mount
-            self._pending = f
-            return
         g = f.sample
         self.info = g.info  # opened late (it was not answering at first)
+        self._frame = f
         title = panel_title(g.info, mig_summary(g))
         if self.border_title != title:
             self.border_title = title
-        views = gauges(g)
-        for metric, _label in HISTORY_METRICS:
-            scale = metric_scale(g, metric) or f.scales.get(metric)
-            self._sparks[metric].set_source(f.history, f.seconds, scale)
-            if self._scale_keys.get(metric) != (scale, self.spark_rows):
-                self._scale_keys[metric] = (scale, self.spark_rows)
-                self._scales[metric].set_text(scale_lines(metric, scale, self.spark_rows))
-        for key, gauge in self._gauges.items():
-            v = views[key]
-            gauge.set(v.fraction, v.text, v.severity)
-        self._pstate.set_text(pstate_text(g))
-        self._axis.set_seconds(f.seconds)
         st = state(g, f.episode, f.now)
-        self._state.set_text(st.text, st.severity)
         words = None if g.lost or g.stale else gpm_verdict(g)
-        if words is not None:
-            self._verdict.set_text(f"◇ {words}")
-        self._verdict.display = words is not None
-        self._lines = (st.text, None if words is None else f"◇ {words}")
-        self._measure()
+        self._texts = (st.text, st.severity, None if words is None else f"◇ {words}")
         self.set_class(st.severity == "warning", "-throttling")
         self.set_class(st.severity == "error", "-lost")
         self.set_class(g.stale, "-stale")
         subtitle = f"{no_markup(g.info.pci_bus_id)} · history {window_label(f.seconds)}"
         if self.border_subtitle != subtitle:
             self.border_subtitle = subtitle
+        width = self.size.width
+        if not width:  # not laid out yet: drawn when it is
+            return
+        self._measure()
+        new = self._layout_lines(width)
+        old, self._lines, self._lines_width = self._lines, new, width
+        if not old or len(old) != len(new):  # nothing drawn to compare with
+            self.refresh()
+            return
+        # Only the cells that changed: most of a panel (labels, scales, most of each
+        # graph) is the same from one tick to the next.
+        changed = [a != b for a, b in zip(old, new, strict=True)]
+        repaint_changed(self, [cells(a) if c else () for a, c in zip(old, changed, strict=True)],
+                        [cells(b) if c else () for b, c in zip(new, changed, strict=True)])
+
+    def _laid_out(self) -> list[list[Part]]:
+        width = self.size.width
+        if self._lines_width != width or not self._lines:
+            self._lines = self._layout_lines(width)
+            self._lines_width = width
+        return self._lines
+
+    def _layout_lines(self, width: int) -> list[list[Part]]:
+        """Every line of the panel's content as parts, top to bottom."""
+        f = self._frame
+        g = None if f is None else f.sample
+        views = gauges(g) if g is not None else {}
+        graph = self._graph_width()
+        rows, gap = self.spark_rows, self._gap()
+        middle = (rows - 1) // 2
+        lines: list[list[Part]] = []
+        for i, (metric, label) in enumerate(HISTORY_METRICS):
+            if i and gap:
+                lines.append([(" " * width, BG)])
+            gauge = _gauge(views.get(metric, NO_VALUE), label, GAUGE_WIDTH, 12)
+            blank_gauge: list[Part] = [(" " * GAUGE_WIDTH, BASE)]
+            spark: list[str] = [""] * rows
+            scale_text = ""
+            if f is not None and g is not None:
+                scale = metric_scale(g, metric) or f.scales.get(metric)
+                if graph > 0:
+                    values = f.history.buckets(g.index, self.spark_series(metric),
+                                               f.seconds, graph)
+                    spark = sparkline_rows(values, scale, rows)
+                scale_text = scale_lines(metric, scale, rows)
+            scales = _text_rows([(t, (0, y)) for y, t in enumerate(scale_text.split("\n"))],
+                                rows, SCALE_WIDTH, MUTED)
+            for y in range(rows):
+                lines.append([*(gauge if y == middle else blank_gauge), (" " * GAP, BG),
+                              (spark[y][:graph].ljust(graph), "gpupanel--spark"),
+                              (" " * GAP, BG), *scales[y]])
+        seconds = 300.0 if f is None else f.seconds
+        pstate = "" if g is None else pstate_text(g)
+        lines.append([*_gauge(views.get("fan", NO_VALUE), "FAN", FAN_WIDTH, 4), (" ", BG),
+                      *_text(pstate, GAUGE_WIDTH - FAN_WIDTH - 1, BASE), (" " * GAP, BG),
+                      (time_axis(seconds, graph)[:graph].ljust(graph), MUTED),
+                      (" " * GAP, BG), *_text("", SCALE_WIDTH, MUTED)])
+        state, severity, verdict = self._texts
+        lines += _text_rows(_wrapped(state, width), self.state_rows, width,
+                            SEVERITY_STYLE.get(severity or "", BASE))
+        if verdict is not None and self.verdict_rows:
+            lines += _text_rows(_wrapped(verdict, width), self.verdict_rows, width,
+                                "gpupanel--verdict")
+        return lines
+
+    # -- drawing ------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        self._styles = {}  # a theme or a class changed: styles are resolved again
+        super().notify_style_update()
+
+    def _style(self, key: StyleKey) -> Style:
+        style = self._styles.get(key)
+        if style is None:
+            if isinstance(key, tuple):  # a line of text, as a Static draws it
+                name, offset = key
+                style = self._style(name) + Style.from_meta({"offset": offset})
+            elif key == BG:
+                style = Style(bgcolor=self.rich_style.bgcolor)
+            elif key == BASE:
+                style = self.rich_style
+            else:
+                style = self.get_component_rich_style(str(key))
+            self._styles[key] = style
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        lines = self._laid_out()
+        if y >= len(lines) or width <= 0:
+            return Strip.blank(width, self._style(BG))
+        # Cut or padded to the width: a panel narrower than its fixed columns crops.
+        return Strip([Segment(text, self._style(key)) for text, key in lines[y]]
+                     ).adjust_cell_length(width, self._style(BG))
 
 
 class GpuArea(VerticalScroll):
