@@ -38,7 +38,7 @@ from gputui.ui.widgets.gpu_view import (
     state,
 )
 from gputui.ui.widgets.mig_view import mig_summary
-from gputui.ui.widgets.partial import cells, repaint_changed
+from gputui.ui.widgets.partial import repaint_changed
 from gputui.ui.widgets.sparkline import sparkline_rows, time_axis
 
 __all__ = ["GpuArea", "GpuFrame", "GpuPanel", "GpuRow", "TextLine", "panel_title",
@@ -313,11 +313,9 @@ class GpuPanel(Widget):
         if not old or len(old) != len(new):  # nothing drawn to compare with
             self.refresh()
             return
-        # Only the cells that changed: most of a panel (labels, scales, most of each
-        # graph) is the same from one tick to the next.
-        changed = [a != b for a, b in zip(old, new, strict=True)]
-        repaint_changed(self, [cells(a) if c else () for a, c in zip(old, changed, strict=True)],
-                        [cells(b) if c else () for b, c in zip(new, changed, strict=True)])
+        # Only the lines that changed: most of a panel (labels, scales, the lines of a
+        # graph that did not move) is the same from one tick to the next.
+        repaint_changed(self, old, new)
 
     def _laid_out(self) -> list[list[Part]]:
         width = self.size.width

@@ -11,13 +11,13 @@ sends only the cells that really changed.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 from textual.geometry import Region
 from textual.widget import Widget
 
 
-def repaint_changed(widget: Widget, old: Sequence[Hashable], new: Sequence[Hashable], *,
+def repaint_changed(widget: Widget, old: Sequence[object], new: Sequence[object], *,
                     top: int = 0) -> None:
     """Refresh the lines that differ between what `widget` drew (`old`, one comparable
     item per line: its text or its parts) and what it will draw (`new`); line `y` of
