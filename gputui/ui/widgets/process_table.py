@@ -143,7 +143,6 @@ class ProcessTable(DataTable[Cell]):
         self._shown: dict[str, list[Cell]] = {}  # every column's cell of each row
         self._now = 0.0
         self.shown_columns: tuple[str, ...] = COLUMN_KEYS  # the columns in the table now
-        self._bound_caches()
 
     def on_mount(self) -> None:
         for c in COLUMNS:
@@ -221,7 +220,9 @@ class ProcessTable(DataTable[Cell]):
 
     def on_resize(self) -> None:
         self._fit_columns()
-        self._bound_caches()
+        # After the frame is drawn: telling Textual's version reads package metadata
+        # (~10 ms), and the caps only matter on long runs.
+        self.call_after_refresh(self._bound_caches)
 
     def _bound_caches(self) -> None:
         bound_render_caches(self, self.size.height, len(COLUMNS))
