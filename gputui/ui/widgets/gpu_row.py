@@ -277,8 +277,29 @@ class GpuRow(Widget):
         base = styles[None]
         if y >= len(lines) or width <= 0:
             return Strip.blank(width, base)
-        segments = [Segment(t, styles[cls]) for t, cls in lines[y] if t]
-        strip = self._strips[y] = Strip(segments).simplify().adjust_cell_length(width, base)
+        # One Strip per line, its neighbouring parts of the same style joined and the rest
+        # of the row padded here (what simplify() and adjust_cell_length() would make, at
+        # the cost of one Strip instead of three: a Strip is not cheap to make).
+        texts: list[str] = []
+        segment_styles: list[Style] = []
+        for t, cls in lines[y]:
+            if not t:
+                continue
+            style = styles[cls]
+            if segment_styles and segment_styles[-1] == style:
+                texts[-1] += t
+            else:
+                texts.append(t)
+                segment_styles.append(style)
+        segments = [Segment(t, st) for t, st in zip(texts, segment_styles, strict=True)]
+        used = sum(cell_len(t) for t in texts)
+        if used > width:
+            strip = Strip(segments).adjust_cell_length(width, base)
+        else:
+            if used < width:
+                segments.append(Segment(" " * (width - used), base))
+            strip = Strip(segments, width)
+        self._strips[y] = strip
         return strip
 
     def render(self) -> Text:
