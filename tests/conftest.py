@@ -109,6 +109,15 @@ def make_scenario(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private XDG_RUNTIME_DIR (0700), where training jobs keep their files."""
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    return run
+
+
+@pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> CliRunner:
     """``cli(*argv) -> CliResult``: ``gputui *argv`` in-process, its output captured."""
 

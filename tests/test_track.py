@@ -29,14 +29,6 @@ def jobs_dir(runtime: Path) -> Path:
     return runtime / "gputui" / "jobs"
 
 
-@pytest.fixture
-def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
-    return run
-
-
 def job_env(runtime: Path) -> dict[str, str]:
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(ROOT))
     env.pop("CUDA_VISIBLE_DEVICES", None)

@@ -66,9 +66,8 @@ def test_a_driver_without_event_sets_says_so(fake_nvml: FakeNvml,
     assert thread_errors == []
 
 
-def test_a_driver_without_the_wait_stops_listening_with_a_reason(
-        fake_nvml: FakeNvml, thread_errors: list[BaseException | None]) -> None:
-    fake_nvml.use({"device_count": 1, "not_found": ["nvmlEventSetWait_v2"]})
+def _listen_once() -> str | None:
+    """Start and stop an XID listener on a freshly opened source; its error."""
     src = _open()
     try:
         watcher = XidWatcher(src, poll_ms=20)
@@ -76,7 +75,13 @@ def test_a_driver_without_the_wait_stops_listening_with_a_reason(
         watcher.stop()
     finally:
         src.close()
-    assert watcher.error == "listening for XID events failed: not supported"
+    return watcher.error
+
+
+def test_a_driver_without_the_wait_stops_listening_with_a_reason(
+        fake_nvml: FakeNvml, thread_errors: list[BaseException | None]) -> None:
+    fake_nvml.use({"device_count": 1, "not_found": ["nvmlEventSetWait_v2"]})
+    assert _listen_once() == "listening for XID events failed: not supported"
     assert thread_errors == []
 
 
@@ -85,12 +90,5 @@ def test_a_pynvml_older_than_the_wait_stops_listening_with_a_reason(
         thread_errors: list[BaseException | None]) -> None:
     fake_nvml.use({"device_count": 1})
     monkeypatch.delattr(pynvml, "nvmlEventSetWait_v2")
-    src = _open()
-    try:
-        watcher = XidWatcher(src, poll_ms=20)
-        watcher.start()
-        watcher.stop()
-    finally:
-        src.close()
-    assert watcher.error == "listening for XID events failed: not supported"
+    assert _listen_once() == "listening for XID events failed: not supported"
     assert thread_errors == []

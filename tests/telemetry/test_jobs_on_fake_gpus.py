@@ -68,14 +68,6 @@ def scenario(pids: dict[str, int]) -> dict[str, object]:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
-    return run
-
-
-@pytest.fixture
 def jobs(runtime: Path) -> Iterator[dict[str, subprocess.Popen[str]]]:
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(ROOT))
     slow = ["--slow-step-s", str(SLOW_STEP_S), "--slow-from", str(THROTTLE_FROM_S),
