@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui import track
+from gputui.integrations import lazy_callback
 
 
 def _make() -> type:
@@ -47,9 +48,4 @@ def _make() -> type:
     return GputuiCallback
 
 
-def __getattr__(name: str) -> Any:
-    if name == "GputuiCallback":
-        cls = _make()
-        globals()[name] = cls
-        return cls
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_callback(__name__, _make)

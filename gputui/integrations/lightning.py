@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gputui import track
+from gputui.integrations import lazy_callback
 
 
 def _tokens(batch: Any) -> int:
@@ -63,9 +64,4 @@ def _make() -> type:
     return GputuiCallback
 
 
-def __getattr__(name: str) -> Any:
-    if name == "GputuiCallback":
-        cls = _make()
-        globals()[name] = cls
-        return cls
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_callback(__name__, _make)
