@@ -8,17 +8,16 @@ until `capture-pane` shows the first GPU line (the GPU's name). Median of `--rou
                                      [--compare PATH] [--json]
 
 The gputui measured is this checkout's. `--compare PATH` adds another gputui source tree
-(before/after figures); both run with this interpreter. Each gputui tree is byte-compiled
-first, as an installed package is: without its .pyc files (PYTHONDONTWRITEBYTECODE, a
-fresh checkout) every start compiles ~90 modules, ~0.1 s that a user never waits for.
-nvitop is taken from build/tui-perf-nvitop/ as benchmarks/tui_perf.py sets it up. Needs
+(before/after figures). Each tree is installed as a user's `pip install .` installs it
+(byte-compiled, no editable-install import hook) into a venv of its own that borrows
+this interpreter's dependencies; nvitop runs from its own venv. Both are set up as
+benchmarks/tui_perf.py sets them up, under build/. Needs
 tmux and gcc. Not a test: the numbers depend on the machine and its load.
 """
 
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import statistics
@@ -86,8 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     except SetupError as exc:
         print(f"gputui: {exc}", file=sys.stderr)
         return 1
-    for tree in (ROOT, *([Path(args.compare)] if args.compare else [])):
-        compileall.compile_dir(tree / "gputui", quiet=1)
     with tempfile.TemporaryDirectory(prefix="gputui-first-frame-") as tmp:
         scenario = write_scenario(Path(tmp) / "gpus.conf", {"device_count": args.gpus})
         times: dict[str, list[float]] = {p.label: [] for p in programs}

@@ -22,9 +22,11 @@ for 20 s and measures:
 `--compare nvitop` runs nvitop 1.7.2 (`nvitop --monitor auto --interval 1`) the same
 way, against the same fake GPUs, measured identically. It is installed from PyPI once
 into build/tui-perf-nvitop/ (a venv of its own, ignored by git) and reused.
-`--compare PATH` runs another gputui source tree (e.g. `git archive HEAD` unpacked)
-with this interpreter, for before/after figures. `--rounds N` alternates the two N
-times and reports each metric's median (the machine is shared and noisy).
+`--compare PATH` runs another gputui source tree (e.g. `git worktree add`), for
+before/after figures. Each gputui tree is installed as `pip install .` installs it, into
+a venv of its own under build/tui-perf-gputui/ (see `gputui_program`). `--rounds N`
+alternates the two N times and reports each metric's median (the machine is shared and
+noisy).
 
     python benchmarks/tui_perf.py [--duration 20] [--interval 1] [--compare nvitop|PATH]
                                   [--rounds 3] [--json] [--strict]
@@ -39,9 +41,11 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
@@ -60,6 +64,7 @@ WIDTH, HEIGHT = 160, 50  # the default pane; --size changes it
 GPU_NAME = "H100"  # eight_gpus.conf: "NVIDIA H100 80GB HBM3" (compact layouts may shorten)
 NVITOP_VERSION = "1.7.2"
 NVITOP_VENV = ROOT / "build" / "tui-perf-nvitop"
+GPUTUI_VENVS = ROOT / "build" / "tui-perf-gputui"
 
 # metric → (target, unit); lower is better for all of them
 TARGETS: dict[str, tuple[float, str]] = {
@@ -128,17 +133,35 @@ def nvitop_program(interval: float) -> Program:
 
 
 def gputui_program(interval: float, tree: Path | None = None) -> Program:
-    """gputui from `tree`, or from this checkout (not whatever `gputui` is installed: in
-    a second checkout that would measure the other one's code)."""
-    label = "gputui" if tree is None else f"gputui@{tree.name}"
+    """gputui from `tree` (this checkout by default), installed the way a user's
+    `pip install .` installs it, into a venv of its own under build/tui-perf-gputui/
+    that borrows this interpreter's dependencies through a .pth file. Not this
+    checkout's editable install: its import hook costs every start ~17 ms that users
+    never pay, and in a second checkout it would measure the other one's code."""
     tree = ROOT if tree is None else tree
+    label = "gputui" if tree == ROOT else f"gputui@{tree.name}"
     if not (tree / "gputui" / "__init__.py").is_file():
         raise SetupError(f"{tree} is not a gputui source tree (no gputui/__init__.py)")
-    # This interpreter (its venv has the dependencies), the other tree's package first;
-    # -P: not the pane's working directory (this checkout) ahead of PYTHONPATH.
-    return Program(label,
-                   (sys.executable, "-P", "-m", "gputui", "--interval", f"{interval:g}"),
-                   (("PYTHONPATH", str(tree.resolve())),))
+    venv = GPUTUI_VENVS / re.sub(r"[^A-Za-z0-9_.-]", "_", label)
+    python = venv / "bin" / "python"
+    try:
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
+                       check=True, capture_output=True, text=True, timeout=120)
+        site = subprocess.run([str(python), "-c", "import sysconfig; "
+                               "print(sysconfig.get_paths()['purelib'])"], check=True,
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+        # pip byte-compiles what it installs, as it does for a user.
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--no-build-isolation", "--no-index", "--target", site, str(tree)],
+                       check=True, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        last = detail.strip().splitlines()[-1] if detail.strip() else str(exc)
+        raise SetupError(f"cannot install {tree} into {venv}: {last}") from exc
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (Path(site) / "gputui-deps.pth").write_text("".join(f"{d}\n" for d in sorted(deps)))
+    return Program(label, (str(python), "-m", "gputui", "--interval", f"{interval:g}"))
 
 
 def scenario_text(gpus: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +21,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # No garbage collection while the monitor starts: importing Textual and building the
+    # first screen make ~70,000 objects that live as long as the app, and collecting
+    # them over and over took ~15 % of the time to the first frame (docs/performance.md).
+    # The app turns it back on once that frame is drawn (GputuiApp._draw).
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     from gputui.notify import cli as notify_cli
     from gputui.ui.options import AppOptions
     from gputui.ui.themes import require_theme

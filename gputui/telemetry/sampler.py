@@ -294,11 +294,14 @@ class Sampler:
 
     # --- the thread ----------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, first_in: float = 0.0) -> None:
+        """Tick on a thread of its own: the first tick `first_in` seconds from now (one
+        interval when the caller has just taken a reading itself), then every interval."""
         if self._thread is not None:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="gputui-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(first_in,),
+                                        name="gputui-sampler", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -327,8 +330,10 @@ class Sampler:
         t.start()
         t.join(0.5)
 
-    def _run(self) -> None:
-        next_at = self._clock()
+    def _run(self, first_in: float = 0.0) -> None:
+        next_at = self._clock() + first_in
+        if first_in > 0:
+            self._wait(self._stop, first_in)
         while not self._stop.is_set():
             try:
                 self.tick()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import logging
 import os
 import threading
 import time
@@ -41,7 +43,7 @@ from gputui.ui.messages import (
 )
 from gputui.ui.options import AppOptions
 from gputui.ui.sampler_opener import SamplerOpener
-from gputui.ui.screens.monitor import MonitorScreen
+from gputui.ui.screens.monitor import FirstShow, MonitorScreen
 from gputui.ui.terminal_writer import DiffingDriver
 from gputui.ui.textual_adapter import app_driver
 from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_theme
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 
 DEFAULT_WINDOW_S = 300.0
 WINDOWS_S = (60.0, 300.0, 900.0)
+GC_PAUSE_MAX_S = 5.0
 REPLAY_TICK_S = 0.1
 
 
@@ -132,6 +135,7 @@ class GputuiApp(App[int]):
         self._quitting = False
         self._loop_thread: int | None = None
         self._draw_pending = False
+        self._read_first = False  # the first reading was taken before the screen was built
         self._replay_clock = 0.0
         self._detail_fields = False  # the GPU detail screen is open
         self._bench: BenchSession | None = None  # made when first asked for (`bench`)
@@ -167,11 +171,39 @@ class GputuiApp(App[int]):
     # --- layout ---------------------------------------------------------------------------
 
     def get_default_screen(self) -> MonitorScreen:
-        # The GPUs' widgets are mounted from the first reading, not composed with the
-        # screen: composing them with it measured ~50 ms slower to the first GPU line
-        # (benchmarks/first_frame.py, 4 GPUs at 120×40).
-        self.main = MonitorScreen()
+        self.main = MonitorScreen(self._first_reading())
         return self.main
+
+    def _first_reading(self) -> FirstShow | None:
+        """When NVML is open already (`gputui` opens it while Textual starts), its first
+        reading, taken here: the screen is built with its GPUs and its first paint shows
+        them. One paint instead of three (empty, GPUs mounted, GPUs filled in), ~15 % of
+        the time to the first frame (docs/performance.md). NVML not open yet: the sampler
+        is taken when it is, and the GPUs come with its first frame."""
+        if self.options.replay is not None or self.sampler is not None or \
+                self._opener is None:
+            return None
+        sampler = self._opener.take_if_open()
+        if sampler is None:
+            return None
+        self.sampler = sampler
+        self._subscribe(sampler)  # the recorder and the notifier see this reading too
+        first: list[Frame] = []
+        sampler.subscribe_frames(first.append)
+        try:
+            sampler.tick()  # on this thread: ~10 ms for 4 GPUs; a hung GPU: its deadline
+        except Exception:  # as on the sampler's thread: logged, and the next tick is due
+            logging.getLogger("gputui").exception("sampler tick failed")
+        sampler.unsubscribe_frames(first.append)
+        sampler.subscribe_frames(self._frame_listener)
+        self._read_first = True
+        if not first:
+            return None
+        frame = first[0]
+        self.history.take(frame)
+        self.latest_frame = frame
+        self.buckets.next_tick()
+        return FirstShow(frame, self.buckets, self.window_s, self._header_info())
 
     def on_mount(self) -> None:
         self._loop_thread = threading.get_ident()
@@ -184,12 +216,24 @@ class GputuiApp(App[int]):
             self.notify(w, severity="warning", timeout=8)
         if warning:
             self.notify(warning, severity="warning", timeout=8)
+        # Garbage collection is paused while the monitor starts (commands/tui.py): on
+        # again once the first reading is drawn (`_draw`), or after this long without one.
+        self.set_timer(GC_PAUSE_MAX_S, _collect_garbage_again)
 
     def on_monitor_ready(self, message: MonitorReady) -> None:
         """The monitor screen's widgets exist: start feeding them."""
         self._loop_thread = threading.get_ident()
         if self.options.replay is not None:
             self._start_replay()
+        elif self._read_first and self.sampler is not None:
+            frame = self.latest_frame  # the screen showed it; its alerts are raised here
+            if frame is not None:
+                for alert in toasts(frame.raised, frame.alerts):
+                    self._toast(alert)
+                self.call_after_refresh(_collect_garbage_again)
+            self._show_source(self.sampler)
+            if self._start_sampler:
+                self.sampler.start(first_in=self.sampler.interval if frame else 0.0)
         elif self.sampler is not None:
             self._attach(self.sampler)
         else:
@@ -241,23 +285,30 @@ class GputuiApp(App[int]):
         self._attach(sampler)
 
     def _attach(self, sampler: Sampler) -> None:
+        self._subscribe(sampler)
+        sampler.subscribe_frames(self._frame_listener)
+        self._show_source(sampler)
+        if self._start_sampler:
+            sampler.start()  # its first tick at once
+
+    def _subscribe(self, sampler: Sampler) -> None:
+        """Everything but the screen that takes the sampler's readings."""
         if self.recorder is not None:
             sampler.subscribe(self.recorder.write)  # written and flushed on the sampler thread
         sampler.enable_alerts()
         if self._detail_fields:
             sampler.want_detail_fields(True)
-        sampler.subscribe_frames(self._frame_listener)
         if self.options.notifier is not None and self.options.replay is None:
             from gputui.ui.terminal_notify import attach_notifier
 
             attach_notifier(self, sampler, self.options.notifier,
                             terminal=self.options.notify_terminal)
+
+    def _show_source(self, sampler: Sampler) -> None:
         if sampler.nvml is None and sampler.nvml_error:
             self.main.set_host_only(sampler.nvml_error)
         else:
             self.main.set_notice(None)
-        if self._start_sampler:
-            sampler.start()  # its first tick at once
 
     def _frame_listener(self, frame: Frame) -> None:
         """Called on whichever thread ingested the snapshot; never blocks."""
@@ -338,6 +389,8 @@ class GputuiApp(App[int]):
                                  replaying=self.player is not None)
         except NoMatches:  # shutting down while a frame was in flight
             return
+        if not gc.isenabled():
+            self.call_after_refresh(_collect_garbage_again)
         if self.screen is not self.main:
             self.screen.post_message(SnapshotShown(frame.snapshot, frame, self.buckets,
                                                    self.window_s))
@@ -623,6 +676,14 @@ class GputuiApp(App[int]):
             target = 0.0 if where == "start" else self.player.duration_s
             await self._after_replay_move(self.player.seek(target))
 
+
+
+def _collect_garbage_again() -> None:
+    """The monitor is up: garbage collection on again. What start-up made lives as long
+    as the app: frozen, so no later collection scans it again."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def run_app(options: AppOptions, opener: SamplerOpener | None = None) -> int:

@@ -23,7 +23,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from gputui.fleet.model import FleetSnapshot, HostState, local_clock
 from gputui.fleet.poller import Poller
@@ -31,6 +31,7 @@ from gputui.fleet.view import alert_text, host_rows
 from gputui.safe_text import printable
 from gputui.ui.terminal_watch import watch_terminal
 from gputui.ui.terminal_writer import DiffingDriver
+from gputui.ui.widgets.footer import KeyFooter
 
 COLUMNS = ("Host", "GPU", "Model", "Util", "SM active", "Memory", "Power", "Temp",
            "Throttle / state")
@@ -78,7 +79,7 @@ class FleetApp(App[None]):
         yield Static("connecting…", id="status")
         yield DataTable(id="fleet", cursor_type="row", zebra_stripes=True)
         yield Static("", id="alerts")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#fleet", DataTable)

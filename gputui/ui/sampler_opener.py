@@ -65,6 +65,12 @@ class SamplerOpener:
         if not deliver(sampler):
             self._close_handed(sampler)
 
+    def take_if_open(self) -> Sampler | None:
+        """The sampler if it is open already (never waits); the caller owns it then."""
+        with self._lock:
+            sampler, self._opened = self._opened, None
+        return sampler
+
     def taken(self, sampler: Sampler) -> None:
         """The receiver holds `sampler` now: closing it is its job."""
         with self._lock:

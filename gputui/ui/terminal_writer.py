@@ -59,11 +59,13 @@ class ScreenDiff:
         self.size: tuple[int, int] | None = None
         self.cursor: tuple[int, int] | None = None  # where the terminal's cursor is
         self.sync_pending = False  # a synchronized-output start not sent yet
+        self._unread: list[str] = []  # writes sent as they were, not yet in the model
 
     def forget(self) -> None:
         """Nothing on the screen is known: the next writes go out whole."""
         self.cells.clear()
         self.cursor = None
+        self._unread.clear()
 
     def resize(self, size: tuple[int, int] | None) -> None:
         """The terminal is `size` (columns, rows) now; a change forgets the model."""
@@ -75,6 +77,7 @@ class ScreenDiff:
         """What to send for Textual's `data`. Textual writes a frame as three calls
         (synchronized-output start, the frame, end): a frame that changes nothing is
         dropped with its marks."""
+        self.catch_up()
         if data == SYNC_START:
             self.sync_pending = True
             return ""
@@ -88,6 +91,12 @@ class ScreenDiff:
         return data
 
     def reduce(self, data: str) -> str:
+        if not self.cells:
+            # Nothing on the screen is known (the first frame, a resize, ctrl+l): no cell
+            # can be left out, so Textual's bytes go out as they are, without waiting for
+            # the model, which reads them afterwards (`catch_up`).
+            self._unread.append(data)
+            return data
         try:
             return self._reduce(data)
         except _Unknown:
@@ -95,7 +104,19 @@ class ScreenDiff:
             self.forget()
             return data
 
-    def _reduce(self, data: str) -> str:
+    def catch_up(self) -> None:
+        """Read into the model what went out as it was (done before the next write at
+        the latest; the driver does it as soon as the bytes are on their way)."""
+        while self._unread:
+            data = self._unread.pop(0)
+            try:
+                self._reduce(data, sent=True)
+            except _Unknown:
+                self.forget()
+
+    def _reduce(self, data: str, *, sent: bool = False) -> str:
+        """`data` less what is already on screen; `sent`: `data` went out as it is, only
+        the model is brought up to date."""
         out: list[str] = []
         changed: set[tuple[int, int]] = set()
         pen = ""  # Textual's style in effect while its bytes are read
@@ -124,7 +145,7 @@ class ScreenDiff:
                     else:
                         pen = f"{pen};{params}" if pen else params
                 elif self._harmless(params, inter, final):
-                    out.append(self._flush(changed))
+                    out.append(self._flush(changed, sent))
                     out.append(token)
                     if final in "hl" and params[:1] == "?" and \
                             _ALT_SCREEN & set(params[1:].split(";")):
@@ -134,7 +155,7 @@ class ScreenDiff:
             elif token == "\x1b":
                 raise _Unknown
             elif token[0] == "\x1b" or token == "\x07":  # OSC/DCS strings, the bell
-                out.append(self._flush(changed))
+                out.append(self._flush(changed, sent))
                 out.append(token)
             elif token == "\r":
                 col = 0
@@ -146,8 +167,11 @@ class ScreenDiff:
                 if row is None:
                     raise _Unknown
                 col = self._text(row, col, token, pen, width, changed)
-        out.append(self._flush(changed))
+        out.append(self._flush(changed, sent))
         end = (row, col) if moved and row is not None else None
+        if sent:  # the terminal's cursor is where Textual's bytes left it
+            self.cursor = end if width is None or col < width else None
+            return ""
         if end is not None and end != self.cursor and (width is None or col < width):
             out.append(f"\x1b[{row + 1};{col + 1}H")
             self.cursor = end
@@ -217,9 +241,13 @@ class ScreenDiff:
             raise _Unknown  # a cell written twice in one write: Textual's bytes as they are
         self.cells.pop((row, col), None)
 
-    def _flush(self, changed: set[tuple[int, int]]) -> str:
-        """The changed cells, in runs, left to right; the pen reset at the end."""
+    def _flush(self, changed: set[tuple[int, int]], sent: bool = False) -> str:
+        """The changed cells, in runs, left to right; the pen reset at the end (none
+        when the write that changed them was `sent` as it was)."""
         if not changed:
+            return ""
+        if sent:
+            changed.clear()
             return ""
         cells = self.cells
         out: list[str] = []
@@ -287,6 +315,7 @@ class DiffingDriver(LinuxDriver):
             data = self.screen_diff.write(data)
             if data:
                 super().write(data)
+            self.screen_diff.catch_up()
 
     def forget_screen(self) -> None:
         """Something else wrote to the terminal: the next frame goes out whole (ctrl+l)."""

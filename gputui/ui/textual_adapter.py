@@ -18,10 +18,6 @@ attribute. The terminal notifications write their escape sequences through it (i
 with the frames, from their own thread; the driver's writer is thread-safe), and the
 monitor's redraw key tells the terminal writer to forget what it believes is on screen.
 
-`FooterKey` (the footer's key widget, which textual.widgets does not export) is
-re-exported from here for the footer that shows whole keys only (widgets/footer.py): it
-measures and leaves out Footer's children, which are FooterKeys.
-
 Nothing here patches Textual or Rich: it sets sizes on one table's own caches.
 """
 
@@ -33,9 +29,8 @@ from typing import Any
 from textual.app import App
 from textual.driver import Driver
 from textual.widgets import DataTable
-from textual.widgets._footer import FooterKey
 
-__all__ = ["FooterKey", "app_driver", "bound_render_caches", "render_cache_sizes", "supported"]
+__all__ = ["app_driver", "bound_render_caches", "render_cache_sizes", "supported"]
 
 # (major, minor) releases of Textual this module is tested with.
 TESTED_VERSIONS = frozenset({(8, 2)})

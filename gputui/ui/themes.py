@@ -14,10 +14,10 @@ cannot parse) is skipped with one warning naming the file; the others still load
 
 from __future__ import annotations
 
+import importlib
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -115,14 +115,16 @@ def load_theme_file(path: Path, label: str | None = None) -> tuple[Theme | None,
     return _from_text(text, label)
 
 
-def _shipped_files() -> tuple[list[tuple[str, Any]], list[str]]:
+def _shipped_files() -> tuple[list[tuple[str, Path]], list[str]]:
+    # The package's folder, not importlib.resources: that module alone took ~7 ms of the
+    # monitor's start (the themes are plain files in a namespace package).
     try:
-        root = resources.files("gputui.themes")
-        files = sorted((e for e in root.iterdir() if e.name.endswith(".toml")),
-                       key=lambda e: e.name)
+        folders = [Path(p) for p in importlib.import_module("gputui.themes").__path__]
+        files = sorted((f for d in folders for f in d.glob("*.toml") if f.is_file()),
+                       key=lambda f: f.name)
     except (ModuleNotFoundError, OSError) as exc:
         return [], [f"the shipped themes are missing from this installation ({exc})"]
-    return [(f"gputui.themes/{e.name}", e) for e in files], []
+    return [(f"gputui.themes/{f.name}", f) for f in files], []
 
 
 def _dir_files(directory: Path) -> list[Path]:

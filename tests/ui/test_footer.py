@@ -4,9 +4,8 @@ benchmark screen and the alerts screen, at 80×24, 120×40 and 200×60."""
 from __future__ import annotations
 
 import pytest
-from textual.widgets._footer import FooterKey
 
-from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.footer import KeyFooter
 from tests.ui.helpers import gpu, proc, screen_text, snap
 from tests.ui.test_app import make_app
 
@@ -14,11 +13,12 @@ SIZES = ((80, 24), (120, 40), (200, 60))
 
 
 def _check_footer(app: object) -> list[str]:
-    footer = app.screen.query_one(FittedFooter)  # type: ignore[attr-defined]
+    footer = app.screen.query_one(KeyFooter)  # type: ignore[attr-defined]
     line = screen_text(app).splitlines()[-1]  # type: ignore[arg-type]
     left = line.split("▏")[0]
-    keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
-    labels = [f"{k.key_display} {k.description}".strip() for k in keys]
+    shown = set(footer.shown_keys)
+    keys = [k for k in footer.keys()[0] if k.key in shown]
+    labels = [f"{k.display} {k.description}".strip() for k in keys]
     assert keys, "the footer shows some keys"
     # Exactly the keys it keeps, each whole, and nothing cut after them.
     assert " ".join(left.split()) == " ".join(" ".join(labels).split()), (line, labels)

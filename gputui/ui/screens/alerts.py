@@ -19,7 +19,7 @@ from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import NA, fmt_duration
 from gputui.ui.messages import SnapshotShown
 from gputui.ui.textual_adapter import bound_render_caches
-from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.footer import KeyFooter
 
 # A job's throughput lags its GPU by the rate window: a slowdown raised this soon after a
 # throttle episode ended still belongs to it.
@@ -100,7 +100,7 @@ class AlertsScreen(Screen[None]):
         detail = Static("", id="detail")
         detail.border_title = "Selected row, in full"
         yield detail
-        yield FittedFooter()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         ep = self.query_one("#episodes", DataTable)

@@ -37,7 +37,7 @@ from gputui.ui.widgets.bench_form import (
 )
 from gputui.ui.widgets.bench_live import LiveRunView, stderr_lines
 from gputui.ui.widgets.bench_results import ResultsTable
-from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.footer import KeyFooter
 
 __all__ = ["BenchScreen", "CatalogList", "CompareScreen", "QueueList", "ResultsTable",
            "parse_form", "stderr_lines", "toggle_bench_screen"]
@@ -145,7 +145,7 @@ class BenchScreen(Screen[None]):
             yield BenchForm(id="bench-left", snapshot=self.snapshot)
             yield LiveRunView(id="bench-live")
         yield ResultsTable(id="results")
-        yield FittedFooter()
+        yield KeyFooter()
 
     @property
     def form(self) -> BenchForm:

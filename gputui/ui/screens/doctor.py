@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, ProgressBar, Static
+from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from gputui.doctor.model import Check, Report, Stage, Status, expected_text, value_text
 from gputui.doctor.run import Options, StageProgress, run_doctor
@@ -30,6 +30,7 @@ from gputui.telemetry.frame import Frame
 from gputui.telemetry.history import TickBuckets
 from gputui.telemetry.model import Snapshot
 from gputui.ui.messages import SnapshotShown
+from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.gpu_panel import GpuFrame, GpuRow
 from gputui.ui.widgets.gpu_row import RowsHeader
 
@@ -123,7 +124,7 @@ class DoctorScreen(Screen[None]):
                 yield Static("", id="doctor-detail")
             yield Vertical(id="doctor-gpus")
         yield Static("", id="doctor-verdict")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#doctor-table", DataTable)

@@ -21,7 +21,7 @@ from textual.widgets import Static
 from gputui.safe_text import printable
 from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.ui.messages import DetailFieldsWanted, SnapshotShown
-from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.gpu_facts import FactsBox, sections
 from gputui.ui.widgets.mig_view import MigTable
 
@@ -78,7 +78,7 @@ class GpuDetailScreen(Screen[None]):
             yield Static(id="identity-slot")
             yield ItemGrid(min_column_width=MIN_BOX_WIDTH)
             yield from self.compose_mig()
-        yield FittedFooter()
+        yield KeyFooter()
 
     def compose_mig(self) -> ComposeResult:
         """Where the MIG devices go: gputui.ui.widgets.mig_view's table (hidden without

@@ -26,7 +26,7 @@ from textual_plotext import PlotextPlot
 from gputui.safe_text import printable
 from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.ui.messages import SnapshotShown
-from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.footer import KeyFooter
 
 WINDOWS_S = (60, 5 * 60, 15 * 60, 60 * 60)
 
@@ -128,7 +128,7 @@ class HistoryScreen(Screen[None]):
         with Grid(id="charts"):
             for chart in CHARTS:
                 yield PlotextPlot(id=f"chart-{chart.metric}")
-        yield FittedFooter()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._fit()

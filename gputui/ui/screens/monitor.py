@@ -7,6 +7,7 @@ The app hands each frame to `show`; this screen updates its own widgets from it
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, replace
 
 from textual import events
 from textual.app import ComposeResult
@@ -18,10 +19,10 @@ from gputui.safe_text import printable
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.history import TickBuckets
 from gputui.telemetry.model import Snapshot
-from gputui.ui.layout import NARROW_COLUMNS, TALL_ROWS, WIDE_COLUMNS, layout_for
+from gputui.ui.layout import NARROW_COLUMNS, TALL_ROWS, WIDE_COLUMNS, Layout, layout_for
 from gputui.ui.memory import SETTLE_S, release_memory
 from gputui.ui.messages import MonitorReady
-from gputui.ui.widgets.footer import FittedFooter
+from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.gpu_panel import GpuArea, GpuFrame, TextLine
 from gputui.ui.widgets.gpu_view import HISTORY_METRICS, metric_scale
 from gputui.ui.widgets.header import AppHeader, HeaderInfo
@@ -32,9 +33,23 @@ from gputui.ui.widgets.process_table import ProcessTable
 PROCESS_REFRESH_S = 3.0
 
 
+@dataclass(frozen=True)
+class FirstShow:
+    """What the screen shows in its first paint, when the app has a reading before the
+    screen is built (`show`'s arguments)."""
+
+    frame: Frame
+    buckets: TickBuckets
+    window_s: float
+    header: HeaderInfo
+
+
 class MonitorScreen(Screen[None]):
-    def __init__(self) -> None:
+    def __init__(self, first: FirstShow | None = None) -> None:
+        """`first`: a reading to build the GPUs' widgets for and show in the first paint
+        (else they are mounted when the first frame comes)."""
         super().__init__()
+        self._first = first
         self.host_only_reason: str | None = None
         self.compact_override: bool | None = None
         self._mount_lock = asyncio.Lock()
@@ -48,16 +63,22 @@ class MonitorScreen(Screen[None]):
         self._gpm_notice: str | None = None
 
     def compose(self) -> ComposeResult:
+        width, height = self.app.size
+        self._size_classes(width, height)  # now, not with the first resize: one layout
         yield AppHeader(id="header")
         yield TextLine("Opening NVML…", id="notice")
-        yield GpuArea(id="gpus")
+        if self._first is not None and self._first.frame.snapshot.gpus:
+            infos = tuple(g.info for g in self._first.frame.snapshot.gpus)
+            yield GpuArea(id="gpus", devices=infos, layout=self._layout(len(infos)))
+        else:
+            yield GpuArea(id="gpus")
         yield JobsBox(id="jobs")
         with Horizontal(id="bottom"):
             yield HostPanel(id="host")
             yield ProcessTable(id="procs")
-        yield FittedFooter()
+        yield KeyFooter()
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self.header = self.query_one(AppHeader)
         self.notice = self.query_one("#notice", TextLine)
         self.gpus = self.query_one(GpuArea)
@@ -65,6 +86,12 @@ class MonitorScreen(Screen[None]):
         self.procs = self.query_one(ProcessTable)
         self.jobs = self.query_one(JobsBox)
         self.procs.focus()
+        first, self._first = self._first, None
+        if first is not None:  # before the first paint, which comes after on_mount
+            self.set_notice(None)
+            self.take(first.frame)
+            await self.show(first.frame, first.buckets, first.window_s, first.header,
+                            replaying=False)
         self.post_message(MonitorReady())  # bubbles to the app
 
     def on_resize(self, event: events.Resize) -> None:
@@ -172,15 +199,25 @@ class MonitorScreen(Screen[None]):
         if area is None:  # not mounted yet
             return
         width, height = self.app.size
-        self.set_class(width < NARROW_COLUMNS, "-narrow")
-        self.set_class(width >= WIDE_COLUMNS, "-wide")
-        self.set_class(height >= TALL_ROWS, "-tall")
-        lay = layout_for(width, height, len(area.indices) if n is None else n)
-        compact = lay.compact if self.compact_override is None else self.compact_override
+        self._size_classes(width, height)
+        lay = self._layout(len(area.indices) if n is None else n)
+        compact = lay.compact
         was = area.compact
         area.set_layout(compact, lay.columns, lay.spark_rows, lay.row_lines)
         if compact != was:
             self.show_gpus()  # the other kind of widget was not kept up to date
+
+    def _size_classes(self, width: int, height: int) -> None:
+        self.set_class(width < NARROW_COLUMNS, "-narrow")
+        self.set_class(width >= WIDE_COLUMNS, "-wide")
+        self.set_class(height >= TALL_ROWS, "-tall")
+
+    def _layout(self, n: int) -> Layout:
+        """The layout for `n` GPUs at this size (compact as the user forced it, if so)."""
+        lay = layout_for(*self.app.size, n)
+        if self.compact_override is not None:
+            lay = replace(lay, compact=self.compact_override)
+        return lay
 
     def toggle_compact(self) -> None:
         want = not self.gpus.compact

@@ -22,7 +22,7 @@ from textual.widgets import Static
 from gputui.safe_text import no_markup
 from gputui.telemetry.model import DeviceInfo
 from gputui.telemetry.units import NA
-from gputui.ui.layout import GPU_AREA_MAX, SPARK_ROWS_MAX
+from gputui.ui.layout import GPU_AREA_MAX, SPARK_ROWS_MAX, Layout
 from gputui.ui.widgets.gauge import gauge_parts
 from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
 from gputui.ui.widgets.gpu_view import (
@@ -424,7 +424,11 @@ class GpuArea(VerticalScroll):
     def allow_focus(self) -> bool:
         return self.max_scroll_y > 0
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, devices: tuple[DeviceInfo, ...] = (),
+                 layout: Layout | None = None) -> None:
+        """`devices` and their `layout`, when known before the screen is built: their
+        widgets are composed with it (no mount, no second layout before the first
+        paint); else `set_devices` mounts them later."""
         super().__init__(id=id)
         self.indices: tuple[int, ...] = ()
         self._infos: tuple[DeviceInfo, ...] = ()
@@ -435,11 +439,20 @@ class GpuArea(VerticalScroll):
         self.spark_rows = 1
         self.row_lines = 1
         self._header = RowsHeader(id="rows-header")  # kept: updated every tick
+        if devices and layout is not None:
+            self._infos = devices
+            self.indices = tuple(i.index for i in devices)
+            self.compact, self.columns = layout.compact, layout.columns
+            self.spark_rows, self.row_lines = layout.spark_rows, layout.row_lines
+            self.set_class(self.compact, "-compact")
+            self._make_kind(self.compact)
 
     def compose(self) -> ComposeResult:
-        yield Grid(id="panels")
+        grid = Grid(*self._panels.values(), id="panels")
+        grid.styles.grid_size_columns = self.columns
+        yield grid
         yield self._header
-        yield Vertical(id="rows")
+        yield Vertical(*self._rows.values(), id="rows")
 
     async def set_devices(self, infos: tuple[DeviceInfo, ...]) -> None:
         """Mount widgets for these GPUs: only the kind shown now (panels or rows).
@@ -462,17 +475,26 @@ class GpuArea(VerticalScroll):
 
     def _mount_kind(self, compact: bool) -> AwaitComplete | AwaitMount:
         """Mount the rows (compact) or panels for the current GPUs, if not yet mounted."""
+        made = self._make_kind(compact)
+        if made and compact:
+            return self.query_one("#rows", Vertical).mount_all(made)
+        if made:
+            return self.query_one("#panels", Grid).mount_all(made)
+        return AwaitComplete.nothing()
+
+    def _make_kind(self, compact: bool) -> list[Widget]:
+        """Make the rows (compact) or panels for the current GPUs, if not made yet."""
         if compact and not self._rows and self._infos:
             self._rows = {i.index: GpuRow(i, id=f"row-{i.index}") for i in self._infos}
             for row in self._rows.values():
                 row.set_lines(self.row_lines)
-            return self.query_one("#rows", Vertical).mount_all(list(self._rows.values()))
+            return list(self._rows.values())
         if not compact and not self._panels and self._infos:
             self._panels = {i.index: GpuPanel(i, id=f"gpu-{i.index}") for i in self._infos}
             for panel in self._panels.values():
                 panel.set_spark_rows(self.spark_rows)
-            return self.query_one("#panels", Grid).mount_all(list(self._panels.values()))
-        return AwaitComplete.nothing()
+            return list(self._panels.values())
+        return []
 
     def set_layout(self, compact: bool, columns: int, spark_rows: int = 1,
                    row_lines: int = 1) -> None:
