@@ -46,3 +46,16 @@ async def test_footer_keys_are_whole_on_every_screen(size: tuple[int, int]) -> N
         assert _check_footer(app)[0] == "escape"
         if size[0] >= 200:
             assert "t" in monitor and "k" in monitor  # room for everything on a wide screen
+
+
+async def test_a_key_in_the_footer_can_be_clicked() -> None:
+    from gputui.ui.screens.help import HelpScreen
+
+    app, sampler = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)], [proc(1, 0, 3)]))
+        await pilot.pause()
+        line = screen_text(app).splitlines()[-1]
+        await pilot.click(KeyFooter, offset=(line.index("? Help") + 3, 0))  # on "Help"
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
