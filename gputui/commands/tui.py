@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # No garbage collection while the monitor starts: importing Textual and building the
     # first screen make ~70,000 objects that live as long as the app, and collecting
-    # them over and over took ~15 % of the time to the first frame (docs/performance.md).
+    # them over and over took ~10 % of the time to the first frame (docs/performance.md).
     # The app turns it back on once that frame is drawn (GputuiApp._draw).
     gc.disable()
     try:

@@ -177,7 +177,7 @@ class GputuiApp(App[int]):
     def _first_reading(self) -> FirstShow | None:
         """When NVML is open already (`gputui` opens it while Textual starts), its first
         reading, taken here: the screen is built with its GPUs and its first paint shows
-        them. One paint instead of three (empty, GPUs mounted, GPUs filled in), ~15 % of
+        them. One paint instead of three (empty, GPUs mounted, GPUs filled in), ~8 % of
         the time to the first frame (docs/performance.md). NVML not open yet: the sampler
         is taken when it is, and the GPUs come with its first frame."""
         if self.options.replay is not None or self.sampler is not None or \
@@ -679,11 +679,8 @@ class GputuiApp(App[int]):
 
 
 def _collect_garbage_again() -> None:
-    """The monitor is up: garbage collection on again. What start-up made lives as long
-    as the app: frozen, so no later collection scans it again."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
+    """The monitor is up: garbage collection on again."""
+    gc.enable()
 
 
 def run_app(options: AppOptions, opener: SamplerOpener | None = None) -> int:

@@ -260,7 +260,14 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         tmp_path: Path) -> None:
     ctl = tmp_path / "stub"
     ctl.mkdir()
-    (ctl / "tp").write_text("100")
+
+    def set_throughput(value: str) -> None:
+        # Renamed into place: the stub reads the file every 50 ms, and a write in place
+        # could let it read the file empty (and die) between truncating and writing.
+        (ctl / "tp.new").write_text(value)
+        (ctl / "tp.new").replace(ctl / "tp")
+
+    set_throughput("100")
     app, sampler = make_app()
 
     def now_snap(seq: int, throttle: bool) -> Snapshot:
@@ -285,7 +292,7 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         await wait_until(pilot, lambda: points() >= 4, "windows before the episode")
         # Slower first, then the episode starts: every window inside it is at 82 (the
         # other order let a loaded machine put several 100s inside, diluting the drop).
-        (ctl / "tp").write_text("82")
+        set_throughput("82")
         await wait_until(pilot, lambda: session.current is not None
                          and session.current.points[-1].throughput == 82, "a slow window")
         sampler.ingest(now_snap(2, True))  # HW thermal slowdown starts now
@@ -299,7 +306,7 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         assert screen.query_one(ThroughputChart).throttled_columns >= 5
         assert "▲" in text
         sampler.ingest(now_snap(4, False))  # the episode ends
-        (ctl / "tp").write_text("100")
+        set_throughput("100")
         # Plenty of full-speed windows after it, so the few slow windows a loaded machine
         # lets in between "episode ended" and "stub speeds up" cannot move the baseline.
         n = points()
