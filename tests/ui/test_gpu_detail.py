@@ -292,3 +292,37 @@ async def test_the_detail_screen_shows_its_extra_fields_on_a_gpu_that_has_them(
             assert sampler.latest.gpus[0].energy_j is None  # type: ignore[union-attr]
     finally:
         sampler.close()
+
+
+async def test_fields_not_read_yet_say_so_and_a_gpu_without_them_says_na(
+        fake_nvml: object) -> None:
+    """Opened, the screen's own fields come with the next reading: until then they read
+    "reading…", not N/A (which would say the GPU lacks them). A GPU that has no energy
+    counter shows N/A once the readings that asked for it are in."""
+    fake_nvml.use({"device_count": 2, "gpu.1.unsupported": ["energy"]},  # type: ignore[attr-defined]
+                  frozen_time=100.0)
+    sampler = Sampler.open(interval=1.0, profile="monitor")
+    try:
+        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            sampler.tick()
+            await pilot.pause()
+            screen = await open_detail(pilot, app)
+            await pilot.pause()
+            clocks, pcie = rows(app, "clocks"), rows(app, "pcie")
+            assert clocks["energy"] == "reading…" and clocks["SM clock in tick"] == "reading…"
+            assert pcie["RX / TX"] == "reading…"
+            assert clocks["SM clock"] != "reading…"  # what the monitor reads anyway
+            sampler.tick()
+            await pilot.pause()
+            clocks = rows(app, "clocks")
+            assert clocks["energy"] not in ("reading…", "N/A")
+            assert "reading…" not in rows(app, "pcie")["RX / TX"]
+            await pilot.press("n")  # GPU 1: no energy counter
+            await pilot.pause()
+            assert screen.gpu_index == 1
+            sampler.tick()
+            await pilot.pause()
+            assert rows(app, "clocks")["energy"] == "N/A"
+    finally:
+        sampler.close()

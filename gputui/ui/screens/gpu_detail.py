@@ -63,6 +63,7 @@ class GpuDetailScreen(Screen[None]):
         self.snapshot = snapshot
         self.gpu_index = gpu_index
         self._title: Text | None = None
+        self._asked_from = 0  # the first snapshot read with the detail fields (seq)
 
     def sample(self) -> GpuSample | None:
         if self.snapshot is None:
@@ -88,8 +89,10 @@ class GpuDetailScreen(Screen[None]):
         yield table
 
     def on_mount(self) -> None:
-        # The fields only this screen shows are read only while it is open.
+        # The fields only this screen shows are read only while it is open: from the
+        # tick after next at the latest (the next may have started already).
         self.app.post_message(DetailFieldsWanted(True))
+        self._asked_from = (self.snapshot.seq + 2) if self.snapshot is not None else 0
         self.show()
 
     def on_unmount(self) -> None:
@@ -111,7 +114,8 @@ class GpuDetailScreen(Screen[None]):
             return
         boxes = {b.section.key: b for b in self.query(FactsBox)}
         grid = self.query_one(ItemGrid)
-        for section in sections(g, self.snapshot.system):
+        asked = self.snapshot.seq >= self._asked_from
+        for section in sections(g, self.snapshot.system, asked=asked):
             box = boxes.get(section.key)
             if box is not None:
                 box.show(section)

@@ -200,9 +200,28 @@ def profiling(g: GpuSample) -> Section:
     return Section("gpm", "Profiling (GPM)", tuple(rows))
 
 
-def sections(g: GpuSample, system: SystemInfo) -> tuple[Section, ...]:
-    return (identity(g, system), clocks_power(g), temperatures(g), pcie(g), nvlink(g),
-            memory_health(g), profiling(g))
+# Rows fed by the fields the monitor reads only while the detail screen is open
+# (telemetry.nvml.profiles.DETAIL_FIELDS): in the readings taken before they were asked
+# for, they say so, not N/A (which would tell the user the GPU lacks them).
+DETAIL_ROWS = frozenset({("clocks", "SM clock in tick"), ("clocks", "energy"),
+                         ("pcie", "RX / TX")})
+READING = "reading…"
+
+
+def sections(g: GpuSample, system: SystemInfo, *, asked: bool = True
+             ) -> tuple[Section, ...]:
+    """`asked`: the detail fields were asked for when `g` was read."""
+    out = (identity(g, system), clocks_power(g), temperatures(g), pcie(g), nvlink(g),
+           memory_health(g), profiling(g))
+    if asked:
+        return out
+    return tuple(Section(s.key, s.title, tuple(
+        (label, READING if (s.key, label) in DETAIL_ROWS and _all_na(value) else value)
+        for label, value in s.rows)) for s in out)
+
+
+def _all_na(value: str) -> bool:
+    return value.replace(NA, "").strip(" /–") == ""
 
 
 def section_text(section: Section) -> Text:
