@@ -9,12 +9,11 @@ import pytest
 
 from gputui.telemetry.mig import MigDevice, MigProcess
 from gputui.telemetry.model import GpuSample, NvLink, Snapshot
-from gputui.telemetry.sampler import Sampler
 from gputui.ui.app import GputuiApp
-from gputui.ui.options import AppOptions
 from gputui.ui.screens.gpu_detail import GpuDetailScreen
 from gputui.ui.widgets.gpu_facts import FactsBox
 from gputui.ui.widgets.mig_view import MigTable
+from tests.ui.conftest import MonitorFactory
 from tests.ui.helpers import GIB, device, gpu, make_app, proc, screen_text, snap
 
 
@@ -204,125 +203,104 @@ async def test_mig_devices_are_listed_under_their_gpu() -> None:
         assert "MIG on · 1 instance" in screen_text(app)
 
 
-async def test_the_monitor_profile_feeds_the_detail(fake_nvml: object) -> None:
+async def test_the_monitor_profile_feeds_the_detail(fake_monitor: MonitorFactory) -> None:
     """Through the real pynvml and the fake, with the TUI's own field profile: the HBM
     temperature and its limit, the PCIe link and the NVLink links are read, not N/A."""
-    fake_nvml.use({"device_count": 1, "gpu.0.nvlink": 1, "gpu.0.nvlink_links": 4,  # type: ignore[attr-defined]
-                   "gpu.0.nvlink_down_mask": 8, "gpu.0.mem_temp_c": 71,
-                   "gpu.0.temp_mem_max_c": 95}, frozen_time=1.0)
-    sampler = Sampler.open(interval=1.0, profile="monitor")
-    try:
-        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
-        async with app.run_test(size=(120, 40)) as pilot:
-            sampler.tick()
-            await pilot.pause()
-            await open_detail(pilot, app)
-            g = sampler.latest.gpus[0]  # type: ignore[union-attr]
-            assert rows(app, "nvlink")["links"] == "4, 3 up"  # link 3 is down
-            assert rows(app, "nvlink")["link 3"] == "down"
-            assert rows(app, "temps")["memory (HBM)"] == "71°C of limit 95°C"
-            assert rows(app, "pcie")["link now"] == f"Gen {g.pcie_gen} x{g.pcie_width}"
-            assert g.pcie_gen is not None and g.clock_mem_mhz is not None
-            assert rows(app, "clocks")["memory clock"].startswith(f"{g.clock_mem_mhz}MHz")
-    finally:
-        sampler.close()
+    app, sampler = fake_monitor({"device_count": 1, "gpu.0.nvlink": 1, "gpu.0.nvlink_links": 4,
+                                 "gpu.0.nvlink_down_mask": 8, "gpu.0.mem_temp_c": 71,
+                                 "gpu.0.temp_mem_max_c": 95}, 1.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        sampler.tick()
+        await pilot.pause()
+        await open_detail(pilot, app)
+        g = sampler.latest.gpus[0]  # type: ignore[union-attr]
+        assert rows(app, "nvlink")["links"] == "4, 3 up"  # link 3 is down
+        assert rows(app, "nvlink")["link 3"] == "down"
+        assert rows(app, "temps")["memory (HBM)"] == "71°C of limit 95°C"
+        assert rows(app, "pcie")["link now"] == f"Gen {g.pcie_gen} x{g.pcie_width}"
+        assert g.pcie_gen is not None and g.clock_mem_mhz is not None
+        assert rows(app, "clocks")["memory clock"].startswith(f"{g.clock_mem_mhz}MHz")
 
 
 async def test_the_detail_screen_asks_for_per_link_rates_while_open(
-        fake_nvml: object) -> None:
+        fake_monitor: MonitorFactory) -> None:
     """The live monitor reads per-link NVLink rates only while the detail shows them:
     opening it turns them on, leaving turns them off (through the real pynvml)."""
-    fake_nvml.use("gpm", frozen_time=1000.0)  # type: ignore[attr-defined]
-    sampler = Sampler.open(interval=1.0, profile="monitor")
+    app, sampler = fake_monitor("gpm", 1000.0)
     nvml = sampler.nvml
     ticks = iter(range(1000, 2000))
     nvml.gpm_clock = lambda: float(next(ticks))  # type: ignore[union-attr]
-    try:
-        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
-        async with app.run_test(size=(120, 50)) as pilot:
-            sampler.tick()
-            sampler.tick()
-            await pilot.pause()
-            assert not nvml.link_rates_wanted  # type: ignore[union-attr]
-            g = sampler.latest.gpus[0]  # type: ignore[union-attr]
-            assert g.nvlink_links is not None and g.nvlink_links[0].tx_bps is None
-            await open_detail(pilot, app)
-            assert nvml.link_rates_wanted  # type: ignore[union-attr]
-            sampler.tick()
-            await pilot.pause()
-            # gpm.conf: 4096 MiB/s TX, 2048 RX over the 3 links that are up.
-            assert rows(app, "nvlink")["link 0"] == "up, TX 1.3GiB/s RX 683MiB/s"
-            assert rows(app, "nvlink")["link 3"] == "down, TX 0B/s RX 0B/s"
-            await pilot.press("escape")
-            await pilot.pause()
-            assert not isinstance(app.screen, GpuDetailScreen)
-            assert not nvml.link_rates_wanted  # type: ignore[union-attr]
-    finally:
-        sampler.close()
+    async with app.run_test(size=(120, 50)) as pilot:
+        sampler.tick()
+        sampler.tick()
+        await pilot.pause()
+        assert not nvml.link_rates_wanted  # type: ignore[union-attr]
+        g = sampler.latest.gpus[0]  # type: ignore[union-attr]
+        assert g.nvlink_links is not None and g.nvlink_links[0].tx_bps is None
+        await open_detail(pilot, app)
+        assert nvml.link_rates_wanted  # type: ignore[union-attr]
+        sampler.tick()
+        await pilot.pause()
+        # gpm.conf: 4096 MiB/s TX, 2048 RX over the 3 links that are up.
+        assert rows(app, "nvlink")["link 0"] == "up, TX 1.3GiB/s RX 683MiB/s"
+        assert rows(app, "nvlink")["link 3"] == "down, TX 0B/s RX 0B/s"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, GpuDetailScreen)
+        assert not nvml.link_rates_wanted  # type: ignore[union-attr]
 
 
 async def test_the_detail_screen_shows_its_extra_fields_on_a_gpu_that_has_them(
-        fake_nvml: object) -> None:
+        fake_monitor: MonitorFactory) -> None:
     """Energy, the SM clock's min/max within the tick and PCIe RX/TX are not in the
     monitor's field profile: the screen asks for them while open, and shows values, not
     N/A; closed, the monitor stops reading them."""
-    fake_nvml.use({"device_count": 1}, frozen_time=100.0)  # type: ignore[attr-defined]
-    sampler = Sampler.open(interval=1.0, profile="monitor")
-    try:
-        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
-        async with app.run_test(size=(120, 40)) as pilot:
-            sampler.tick()
-            await pilot.pause()
-            assert sampler.latest.gpus[0].energy_j is None  # type: ignore[union-attr]
-            await open_detail(pilot, app)
-            await pilot.pause()  # the app took the screen's request
-            sampler.tick()
-            await pilot.pause()
-            g = sampler.latest.gpus[0]  # type: ignore[union-attr]
-            assert None not in (g.energy_j, g.clock_sm_mhz_min, g.clock_sm_mhz_max,
-                                g.pcie_rx_bps, g.pcie_tx_bps)
-            clocks, pcie = rows(app, "clocks"), rows(app, "pcie")
-            assert clocks["energy"] != "N/A" and clocks["SM clock in tick"] != "N/A"
-            assert "N/A" not in pcie["RX / TX"], pcie
-            text = screen_text(app)
-            assert clocks["SM clock in tick"] in text and clocks["energy"] in text
-            await pilot.press("escape")
-            await pilot.pause()
-            sampler.tick()
-            assert sampler.latest.gpus[0].energy_j is None  # type: ignore[union-attr]
-    finally:
-        sampler.close()
+    app, sampler = fake_monitor({"device_count": 1}, 100.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        sampler.tick()
+        await pilot.pause()
+        assert sampler.latest.gpus[0].energy_j is None  # type: ignore[union-attr]
+        await open_detail(pilot, app)
+        await pilot.pause()  # the app took the screen's request
+        sampler.tick()
+        await pilot.pause()
+        g = sampler.latest.gpus[0]  # type: ignore[union-attr]
+        assert None not in (g.energy_j, g.clock_sm_mhz_min, g.clock_sm_mhz_max,
+                            g.pcie_rx_bps, g.pcie_tx_bps)
+        clocks, pcie = rows(app, "clocks"), rows(app, "pcie")
+        assert clocks["energy"] != "N/A" and clocks["SM clock in tick"] != "N/A"
+        assert "N/A" not in pcie["RX / TX"], pcie
+        text = screen_text(app)
+        assert clocks["SM clock in tick"] in text and clocks["energy"] in text
+        await pilot.press("escape")
+        await pilot.pause()
+        sampler.tick()
+        assert sampler.latest.gpus[0].energy_j is None  # type: ignore[union-attr]
 
 
 async def test_fields_not_read_yet_say_so_and_a_gpu_without_them_says_na(
-        fake_nvml: object) -> None:
+        fake_monitor: MonitorFactory) -> None:
     """Opened, the screen's own fields come with the next reading: until then they read
     "reading…", not N/A (which would say the GPU lacks them). A GPU that has no energy
     counter shows N/A once the readings that asked for it are in."""
-    fake_nvml.use({"device_count": 2, "gpu.1.unsupported": ["energy"]},  # type: ignore[attr-defined]
-                  frozen_time=100.0)
-    sampler = Sampler.open(interval=1.0, profile="monitor")
-    try:
-        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
-        async with app.run_test(size=(120, 40)) as pilot:
-            sampler.tick()
-            await pilot.pause()
-            screen = await open_detail(pilot, app)
-            await pilot.pause()
-            clocks, pcie = rows(app, "clocks"), rows(app, "pcie")
-            assert clocks["energy"] == "reading…" and clocks["SM clock in tick"] == "reading…"
-            assert pcie["RX / TX"] == "reading…"
-            assert clocks["SM clock"] != "reading…"  # what the monitor reads anyway
-            sampler.tick()
-            await pilot.pause()
-            clocks = rows(app, "clocks")
-            assert clocks["energy"] not in ("reading…", "N/A")
-            assert "reading…" not in rows(app, "pcie")["RX / TX"]
-            await pilot.press("n")  # GPU 1: no energy counter
-            await pilot.pause()
-            assert screen.gpu_index == 1
-            sampler.tick()
-            await pilot.pause()
-            assert rows(app, "clocks")["energy"] == "N/A"
-    finally:
-        sampler.close()
+    app, sampler = fake_monitor({"device_count": 2, "gpu.1.unsupported": ["energy"]}, 100.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        sampler.tick()
+        await pilot.pause()
+        screen = await open_detail(pilot, app)
+        await pilot.pause()
+        clocks, pcie = rows(app, "clocks"), rows(app, "pcie")
+        assert clocks["energy"] == "reading…" and clocks["SM clock in tick"] == "reading…"
+        assert pcie["RX / TX"] == "reading…"
+        assert clocks["SM clock"] != "reading…"  # what the monitor reads anyway
+        sampler.tick()
+        await pilot.pause()
+        clocks = rows(app, "clocks")
+        assert clocks["energy"] not in ("reading…", "N/A")
+        assert "reading…" not in rows(app, "pcie")["RX / TX"]
+        await pilot.press("n")  # GPU 1: no energy counter
+        await pilot.pause()
+        assert screen.gpu_index == 1
+        sampler.tick()
+        await pilot.pause()
+        assert rows(app, "clocks")["energy"] == "N/A"

@@ -7,11 +7,10 @@ import os
 
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.model import GpuProcess, Snapshot
-from gputui.telemetry.sampler import Sampler
 from gputui.ui.app import GputuiApp
-from gputui.ui.options import AppOptions
 from gputui.ui.screens.monitor import PROCESS_REFRESH_S
 from gputui.ui.widgets.process_table import ProcessTable
+from tests.ui.conftest import MonitorFactory
 from tests.ui.helpers import gpu, make_app, proc, screen_text, snap
 
 UTIL_KEYS = ("sm_util", "mem_util", "enc_util", "dec_util")
@@ -160,20 +159,16 @@ async def test_the_same_pid_on_two_gpus_shows_the_same_cpu_percent() -> None:
         assert first.cpu_pct == second.cpu_pct
 
 
-async def test_the_monitor_profile_reads_per_process_utilisation(fake_nvml: object) -> None:
+async def test_the_monitor_profile_reads_per_process_utilisation(
+        fake_monitor: MonitorFactory) -> None:
     """The TUI's own field profile, through the real pynvml and the fake library: the
     columns are fed by NVML, not only by hand-made samples."""
     me = os.getpid()
-    fake_nvml.use({"device_count": 1, "gpu.0.processes": {me: 3 * 2**30},  # type: ignore[attr-defined]
-                   "gpu.0.process_util": f"{me}:87:41:0:12"}, frozen_time=1.0)
-    sampler = Sampler.open(interval=1.0, profile="monitor")
-    try:
-        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
-        async with app.run_test(size=(250, 70)) as pilot:
-            sampler.tick()
-            await pilot.pause()
-            cells = _cells(app.query_one(ProcessTable), me)
-            assert [cells[k] for k in UTIL_KEYS] == ["87", "41", "0", "12"]
-            assert cells["gpu_mem"] == "3.0GiB"
-    finally:
-        sampler.close()
+    app, sampler = fake_monitor({"device_count": 1, "gpu.0.processes": {me: 3 * 2**30},
+                                 "gpu.0.process_util": f"{me}:87:41:0:12"}, 1.0)
+    async with app.run_test(size=(250, 70)) as pilot:
+        sampler.tick()
+        await pilot.pause()
+        cells = _cells(app.query_one(ProcessTable), me)
+        assert [cells[k] for k in UTIL_KEYS] == ["87", "41", "0", "12"]
+        assert cells["gpu_mem"] == "3.0GiB"
