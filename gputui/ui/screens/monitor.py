@@ -201,10 +201,9 @@ class MonitorScreen(Screen[None]):
         width, height = self.app.size
         self._size_classes(width, height)
         lay = self._layout(len(area.indices) if n is None else n)
-        compact = lay.compact
         was = area.compact
-        area.set_layout(compact, lay.columns, lay.spark_rows, lay.row_lines)
-        if compact != was:
+        area.set_layout(lay.compact, lay.columns, lay.spark_rows, lay.row_lines)
+        if lay.compact != was:
             self.show_gpus()  # the other kind of widget was not kept up to date
 
     def _size_classes(self, width: int, height: int) -> None:

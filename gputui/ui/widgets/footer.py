@@ -127,11 +127,9 @@ class KeyFooter(Widget, can_focus=False):
             self._spans.append((used, used + key.width, key))
             self.shown_keys.append(key.key)
             used += key.width
-        tail_width = sum(s.cell_length for s in tail)
-        if palette is not None and width - tail_width >= used:
-            gap = width - tail_width - used
-            if gap:
-                segments.append(Segment(" " * gap, base))
+        if palette is not None:  # at the right edge; `room` left it space
+            tail_width = sum(s.cell_length for s in tail)
+            segments.append(Segment(" " * (width - tail_width - used), base))
             start = width - tail_width + 1
             self._spans.append((start, start + len(palette.display) + 1 +
                                 len(palette.description), palette))
