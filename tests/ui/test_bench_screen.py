@@ -227,8 +227,10 @@ async def test_compare_shows_two_results_side_by_side(data_dir: Path) -> None:
 
 # --------------------------------------------------------------------------- throttling
 
-# A worker that reports a CUDA device and takes its throughput from a file the test
-# writes, so windows during the hand-fed throttle episode are measurably slower.
+# A worker that reports a CUDA device and emits progress windows only up to the count in
+# `budget`, at the throughput in `tp`: the test releases each stretch of windows after it
+# has moved the episode's edge, so every window lands on the side of the edge it means to
+# (free-running, a loaded machine let windows queue across the edge and moved the medians).
 STUB = """
 import json, os, sys, time
 from pathlib import Path
@@ -243,12 +245,15 @@ emit(events.Started(os.getpid(), spec["benchmark"], spec,
                      "nvml": {"nvml_index": 0, "uuid": "GPU-0"}}))
 step = 0
 while not (ctl / "stop").exists():
+    if step >= int((ctl / "budget").read_text()):
+        time.sleep(0.02)
+        continue
     step += 1
     tp = float((ctl / "tp").read_text())
     emit(events.Progress(step=step, of=None, elapsed_s=step * 0.05, duration_s=None,
-                         throughput=tp, unit="images/s", window_s=0.002, samples=1,
+                         throughput=tp, unit="images/s", window_s=1e-6, samples=1,
                          total_samples=step))
-    time.sleep(0.05)
+    time.sleep(0.01)
 doc = {"benchmark": spec["benchmark"], "status": "ok", "device": "cuda:0",
        "throughput": {"median": 100.0, "mean": 100.0, "unit": "images/s", "p10": 82.0,
                       "p90": 100.0}}
@@ -261,13 +266,14 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
     ctl = tmp_path / "stub"
     ctl.mkdir()
 
-    def set_throughput(value: str) -> None:
-        # Renamed into place: the stub reads the file every 50 ms, and a write in place
-        # could let it read the file empty (and die) between truncating and writing.
-        (ctl / "tp.new").write_text(value)
-        (ctl / "tp.new").replace(ctl / "tp")
+    def release(throughput: str, windows: int) -> None:
+        # Renamed into place: the stub polls these files, and a write in place could let
+        # it read one empty (and die) between truncating and writing.
+        for name, value in (("tp", throughput), ("budget", str(windows))):
+            (ctl / f"{name}.new").write_text(value)
+            (ctl / f"{name}.new").replace(ctl / name)
 
-    set_throughput("100")
+    release("100", 4)
     app, sampler = make_app()
 
     def now_snap(seq: int, throttle: bool) -> Snapshot:
@@ -289,28 +295,20 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
             live = session.current
             return len(live.points) if live is not None else 0
 
-        await wait_until(pilot, lambda: points() >= 4, "windows before the episode")
-        # Slower first, then the episode starts: every window inside it is at 82 (the
-        # other order let a loaded machine put several 100s inside, diluting the drop).
-        set_throughput("82")
-        await wait_until(pilot, lambda: session.current is not None
-                         and session.current.points[-1].throughput == 82, "a slow window")
+        await wait_until(pilot, lambda: points() == 4, "4 full-speed windows")
         sampler.ingest(now_snap(2, True))  # HW thermal slowdown starts now
-        n = points()
-        await wait_until(pilot, lambda: points() >= n + 6, "windows during the episode")
+        release("82", 10)
+        await wait_until(pilot, lambda: points() == 10, "6 windows during the episode")
         sampler.ingest(now_snap(3, True))
         await pilot.pause()
         text = screen_text(app)
-        assert "⚠ throughput fell" in text and "during HW thermal slowdown" in text
+        assert "⚠ throughput fell 18 % during HW thermal slowdown" in text
         assert "GPU 0 · util" in text and "⚠ HW thermal slowdown" in text
         assert screen.query_one(ThroughputChart).throttled_columns >= 5
         assert "▲" in text
         sampler.ingest(now_snap(4, False))  # the episode ends
-        set_throughput("100")
-        # Plenty of full-speed windows after it, so the few slow windows a loaded machine
-        # lets in between "episode ended" and "stub speeds up" cannot move the baseline.
-        n = points()
-        await wait_until(pilot, lambda: points() >= n + 12, "windows after the episode")
+        release("100", 16)
+        await wait_until(pilot, lambda: points() == 16, "6 windows after the episode")
         (ctl / "stop").write_text("")
         await wait_until(pilot, lambda: session.last is not None, "the result")
         live = session.last
