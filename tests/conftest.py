@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,12 @@ from tests.fakenvml.harness import (
     reset_pynvml,
     write_scenario,
 )
+
+# Started from a shell's background job, pytest inherits SIGINT ignored, and so would every
+# `gputui` subprocess the Ctrl-C tests signal (Python does not turn an ignored SIGINT into
+# KeyboardInterrupt). A handler here is reset to the default in each child at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
