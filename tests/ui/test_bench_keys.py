@@ -87,28 +87,22 @@ async def test_every_footer_and_help_key_works_from_any_focus(
             for key, expected in keys:
                 before = len(notes)
                 await pilot.press(key)
-                await pilot.pause()
                 assert [m for _, m in notes[before:]] == [expected], (where, key)
             assert _inputs(screen) == typed, f"{where}: a screen key was typed into a field"
             await pilot.press("m")
-            await pilot.pause()
             assert screen.marked == ["20260101-000000-000-abcde0"], where
             await pilot.press("m")
-            await pilot.pause()
             assert screen.marked == [], where
             for key in ("ctrl+r", "ctrl+n"):
                 before = len(submitted)
                 await pilot.press(key)
-                await pilot.pause()
                 assert len(submitted) == before + 1, (where, key)
                 assert submitted[-1].benchmark == screen.bench_name
             if not isinstance(widget, Input):  # in a text field delete edits the text
                 before = len(notes)
                 await pilot.press("delete")
-                await pilot.pause()
                 assert [m for _, m in notes[before:]] == ["Nothing queued to remove"], where
             await pilot.press("escape")
-            await pilot.pause()
             assert not isinstance(app.screen, BenchScreen), f"{where}: esc did not go back"
             screen = await open_bench(pilot)
             await wait_until(pilot, lambda s=screen: table_rows(s), "the saved result")
@@ -196,16 +190,22 @@ async def test_focus_is_plainly_visible_in_every_theme(theme: str) -> None:
         screen = await open_bench(pilot)
         chain = _focusables(screen)
         parking = chain[-1]
-        for widget in chain:
-            other = chain[0] if widget is parking else parking
-            other.focus()
+
+        async def looks_while_focused(focused: Widget) -> list[tuple[Color, tuple[str, ...],
+                                                                      bool]]:
+            focused.focus()
             await pilot.pause()
-            off = _look(widget)
+            return [_look(w) for w in chain]
+
+        # Every widget's look without focus (the parking widget's with the first focused).
+        off = await looks_while_focused(parking)
+        off[-1] = (await looks_while_focused(chain[0]))[-1]
+        for widget, widget_off in zip(chain, off, strict=True):
             widget.focus()
             await pilot.pause()
             on = _look(widget)
-            assert _plainly_different(off, on), (theme, type(widget).__name__, widget.id,
-                                                 off, on)
+            assert _plainly_different(widget_off, on), (theme, type(widget).__name__,
+                                                        widget.id, widget_off, on)
 
 
 async def test_checkboxes_read_on_or_off_without_colour() -> None:
