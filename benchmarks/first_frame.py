@@ -46,15 +46,18 @@ def first_frame_s(program: Program, scenario: Path, width: int, height: int) -> 
     lib = build_library()
     with tempfile.TemporaryDirectory(prefix="gputui-first-frame-") as tmp_name:
         tmp = Path(tmp_name)
+        # Nothing of ours reaches the program: no PYTHON* settings (a user's shell has
+        # no PYTHONUNBUFFERED), and it runs in a scratch directory, not this checkout
+        # (`python -m` would import the checkout's gputui instead of the installed one).
         base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHONPATH"))}
+                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHON"))}
         for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             base[var] = str(tmp / var.lower())
         env = lib.env(scenario, base=base)
         env.update(dict(program.env))
         pipe_file = tmp / "pane-output"
         with TmuxSession(list(program.command), env=env, width=width, height=height,
-                         name="first-frame", gated=True) as s:
+                         name="first-frame", gated=True, cwd=tmp) as s:
             # What the pane receives goes to a file (tmux pipe-pane), read every 2 ms:
             # polling with `capture-pane` would start a tmux client every few ms, on a
             # machine whose two cores the measured program needs.

@@ -195,8 +195,11 @@ def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 
         tmp = Path(tmp_name)
         stats_file = tmp / "nvml-stats.txt"
         pipe_file = tmp / "terminal.out"
+        # Nothing of ours reaches the program: no PYTHON* settings (a user's shell has
+        # no PYTHONUNBUFFERED), and it runs in a scratch directory, not this checkout
+        # (`python -m` would import the checkout's gputui instead of the installed one).
         base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHONPATH"))}
+                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHON"))}
         for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             base[var] = str(tmp / var.lower())
         scenario = tmp / f"{gpus}_gpus.conf"
@@ -206,7 +209,7 @@ def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 
         # Gated: the program starts only once pipe-pane is attached, so no byte is
         # missed and the clock starts when the program does, not when tmux does.
         with TmuxSession(list(program.command), env=env, width=width, height=height,
-                         name="perf", gated=True) as s:
+                         name="perf", gated=True, cwd=tmp) as s:
             s.tmux("pipe-pane", "-o", "-t", s.name, f"cat >> '{pipe_file}'")
             s.release()
             t0 = time.monotonic()

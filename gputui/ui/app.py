@@ -143,6 +143,13 @@ class GputuiApp(App[int]):
         for theme in themes:
             self.register_theme(theme)
         self.theme_names = [t.name for t in themes]
+        # The theme is set before the first screen is built, so its widgets are styled
+        # once with it: set in on_mount, the CSS was parsed and applied a second time
+        # (~10 ms of the first frame). Its warning becomes a toast once the app runs.
+        name, self._theme_warning = resolve_theme(pick_theme(self.options.theme, os.environ),
+                                                  self.available_themes)
+        # Shipped themes missing: Textual's default.
+        self.theme = name if name in self.available_themes else "textual-dark"
 
     @property
     def latest(self) -> Snapshot | None:
@@ -207,15 +214,10 @@ class GputuiApp(App[int]):
 
     def on_mount(self) -> None:
         self._loop_thread = threading.get_ident()
-        requested = pick_theme(self.options.theme, os.environ)
-        name, warning = resolve_theme(requested, self.available_themes)
-        if name not in self.available_themes:  # shipped themes missing: Textual's default
-            name = "textual-dark"
-        self.theme = name
         for w in self._theme_warnings:
             self.notify(w, severity="warning", timeout=8)
-        if warning:
-            self.notify(warning, severity="warning", timeout=8)
+        if self._theme_warning:
+            self.notify(self._theme_warning, severity="warning", timeout=8)
         # Garbage collection is paused while the monitor starts (commands/tui.py): on
         # again once the first reading is drawn (`_draw`), or after this long without one.
         self.set_timer(GC_PAUSE_MAX_S, _collect_garbage_again)

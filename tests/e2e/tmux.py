@@ -53,8 +53,12 @@ class TmuxError(AssertionError):
 class TmuxSession:
     def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None = None,
                  unset: Sequence[str] = (), width: int = 120, height: int = 40,
-                 name: str = "gputui", gated: bool = False, linger: bool = False) -> None:
+                 name: str = "gputui", gated: bool = False, linger: bool = False,
+                 cwd: Path | None = None) -> None:
+        """`cwd`: the pane's working directory (default: ours). `python -m` puts it
+        first on sys.path, so a program run from a source checkout imports that checkout."""
         self.command = list(command)
+        self.cwd = cwd
         self.env = dict(os.environ if env is None else env)
         self.unset = list(unset)
         self.width = width
@@ -114,7 +118,8 @@ class TmuxSession:
         # environment and override it.
         env.pop("COLUMNS", None)
         env.pop("LINES", None)
-        self._run("-f", str(conf), "new-session", "-d", "-x", str(self.width), "-y",
+        where = ["-c", str(self.cwd)] if self.cwd is not None else []
+        self._run("-f", str(conf), "new-session", "-d", *where, "-x", str(self.width), "-y",
                   str(self.height), "-s", self.name, self.shell_command(), env=env)
         self._started = True
         self._socket_path = self._run("display-message", "-p", "#{socket_path}",

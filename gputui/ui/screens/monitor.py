@@ -61,6 +61,15 @@ class MonitorScreen(Screen[None]):
         self._scales: dict[int, dict[str, float]] = {}
         self._release_timer: Timer | None = None
         self._gpm_notice: str | None = None
+        self._resumed = False
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Shown for the first time, its widgets were styled as they were mounted, with the
+        # theme already set: Textual would restyle them all once more (~12 ms of the first
+        # frame). Later resumes (back from another screen) restyle as usual.
+        if not self._resumed:
+            event.refresh_styles = False
+            self._resumed = True
 
     def compose(self) -> ComposeResult:
         width, height = self.app.size
