@@ -43,6 +43,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: half again as many workers as cores. A third of the suite's time is
+    spent waiting (timeouts under test, programs in tmux, Prometheus scrapes), so one
+    worker per core leaves the cores idle: on a 2-core VM 3 workers took 4 min 52 s
+    where 2 took 5 min 54 s."""
+    return max(2, (os.cpu_count() or 1) * 3 // 2)
+
+
 @pytest.fixture(scope="session")
 def fake_nvml_lib() -> FakeNvmlLib:
     """The compiled fake library (cached in tests/fakenvml/build/<source hash>/)."""
