@@ -34,22 +34,27 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from gputui.notify import cli as notify_cli
-    from gputui.ui.options import AppOptions
-    from gputui.ui.themes import require_theme
-
-    settings = notify_cli.apply_config(args, monitor=True)  # config.toml under the flags
-    require_theme(args.theme)  # a typo is one line and exit 2, not a silent default
-    # The app adds the terminal sink (it writes through the app's terminal) and shows
-    # delivery failures as toasts; the summary is printed once the terminal is back.
-    notifier = notify_cli.make_notifier(settings, report=lambda line: None)
-    options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record,
-                         notifier=notifier, notify_terminal=settings.terminal)
-    # NVML opens on its own thread while Textual is imported and starts (a recording
-    # keeps more fields than the screen shows).
     from gputui.ui.sampler_opener import SamplerOpener
 
+    settings = notify_cli.apply_config(args, monitor=True)  # config.toml under the flags
+    # NVML opens on its own thread from here, while Textual is imported and starts (on a
+    # big machine its init takes longer than all of that); a recording keeps more fields
+    # than the screen shows. Textual's first import is the theme check just below.
     opener = SamplerOpener(interval=args.interval,
                            profile="record" if args.record else "monitor").start()
+    try:
+        from gputui.ui.options import AppOptions
+        from gputui.ui.themes import require_theme
+
+        require_theme(args.theme)  # a typo is one line and exit 2, not a silent default
+        # The app adds the terminal sink (it writes through the app's terminal) and shows
+        # delivery failures as toasts; the summary is printed once the terminal is back.
+        notifier = notify_cli.make_notifier(settings, report=lambda line: None)
+    except BaseException:
+        opener.cancel()
+        raise
+    options = AppOptions(interval=args.interval, theme=args.theme, record_path=args.record,
+                         notifier=notifier, notify_terminal=settings.terminal)
     # Imported here, not at the top: `gputui --help` and the subcommands never load textual.
     from gputui.ui.app import run_app
 
