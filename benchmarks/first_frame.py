@@ -121,13 +121,20 @@ def main(argv: list[str] | None = None) -> int:
             for program in programs:  # alternately: load drifts hit every program alike
                 times[program.label].append(first_frame_s(program, scenario, width, height))
     medians = {label: statistics.median(ts) for label, ts in times.items()}
+    # Each round's ratio to nvitop's run beside it: the VM's speed drifts within a minute,
+    # and a ratio of two runs seconds apart carries less of that drift than two medians.
+    nvitop = times[programs[-1].label]
+    ratios = {label: statistics.median(t / n for t, n in zip(ts, nvitop, strict=True))
+              for label, ts in times.items() if label != programs[-1].label}
     if args.json:
         print(json.dumps({"size": args.size, "gpus": args.gpus, "rounds": args.rounds,
-                          "median_s": medians, "runs_s": times}, indent=2))
+                          "median_s": medians, "median_ratio_to_nvitop": ratios,
+                          "runs_s": times}, indent=2))
         return 0
     for label, ts in times.items():
         runs = " ".join(f"{t:.3f}" for t in ts)
-        print(f"{label:<24} median {medians[label]:.3f} s   runs {runs}")
+        ratio = f"  ×{ratios[label]:.2f} nvitop (median of rounds)" if label in ratios else ""
+        print(f"{label:<24} median {medians[label]:.3f} s{ratio}   runs {runs}")
     print(f"({args.gpus} fake GPUs, {width}x{height}, until the first GPU line is on screen; "
           f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
     return 0

@@ -37,9 +37,12 @@ def use_fake_worker(app: GputuiApp, mode: str) -> BenchSession:
 
 async def wait_until(pilot: Pilot[Any], cond: Callable[[], object], what: str,
                      tries: int = 600) -> None:
-    """Bounded polling (never a timing assertion): up to `tries` × 0.1 s."""
+    """Bounded polling (never a timing assertion): up to `tries` × 0.1 s. Once `cond`
+    holds, one more pause lets the screen lay out and draw what changed with it (a
+    screen read at once could still have the old layout: a new multi-line error cut)."""
     for _ in range(tries):
         if cond():
+            await pilot.pause()
             return
         await pilot.pause(0.1)
     raise AssertionError(f"timed out waiting for {what}")
