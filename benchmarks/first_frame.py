@@ -34,7 +34,13 @@ for path in (ROOT, ROOT / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from tui_perf import Program, SetupError, gputui_program, nvitop_program  # noqa: E402
+from tui_perf import (  # noqa: E402
+    Program,
+    SetupError,
+    gputui_program,
+    nvitop_program,
+    program_base_env,
+)
 
 from tests.e2e.tmux import TmuxSession, tmux_available  # noqa: E402
 from tests.fakenvml.harness import build_library, write_scenario  # noqa: E402
@@ -46,13 +52,7 @@ def first_frame_s(program: Program, scenario: Path, width: int, height: int) -> 
     lib = build_library()
     with tempfile.TemporaryDirectory(prefix="gputui-first-frame-") as tmp_name:
         tmp = Path(tmp_name)
-        # Nothing of ours reaches the program: no PYTHON* settings (a user's shell has
-        # no PYTHONUNBUFFERED), and it runs in a scratch directory, not this checkout
-        # (`python -m` would import the checkout's gputui instead of the installed one).
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHON"))}
-        for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-            base[var] = str(tmp / var.lower())
+        base = program_base_env(tmp)
         env = lib.env(scenario, base=base)
         env.update(dict(program.env))
         pipe_file = tmp / "pane-output"

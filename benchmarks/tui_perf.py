@@ -187,6 +187,18 @@ def scenario_text(gpus: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def program_base_env(tmp: Path) -> dict[str, str]:
+    """The environment a measured program starts from, its XDG folders under `tmp`.
+    Nothing of ours reaches it: no PYTHON* settings (a user's shell has no
+    PYTHONUNBUFFERED); the caller also starts it in `tmp`, not in this checkout
+    (`python -m` would import the checkout's gputui instead of the installed one)."""
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHON"))}
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        base[var] = str(tmp / var.lower())
+    return base
+
+
 def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 8,
             size: tuple[int, int] = (WIDTH, HEIGHT)) -> dict[str, object]:
     width, height = size
@@ -195,13 +207,7 @@ def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 
         tmp = Path(tmp_name)
         stats_file = tmp / "nvml-stats.txt"
         pipe_file = tmp / "terminal.out"
-        # Nothing of ours reaches the program: no PYTHON* settings (a user's shell has
-        # no PYTHONUNBUFFERED), and it runs in a scratch directory, not this checkout
-        # (`python -m` would import the checkout's gputui instead of the installed one).
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("FAKENVML_", "GPUTUI_", "TMUX", "PYTHON"))}
-        for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-            base[var] = str(tmp / var.lower())
+        base = program_base_env(tmp)
         scenario = tmp / f"{gpus}_gpus.conf"
         scenario.write_text(scenario_text(gpus))
         env = lib.env(scenario, stats_file=stats_file, base=base)

@@ -145,9 +145,11 @@ class GputuiApp(App[int]):
         self.theme_names = [t.name for t in themes]
         # The theme is set before the first screen is built, so its widgets are styled
         # once with it: set in on_mount, the CSS was parsed and applied a second time
-        # (~10 ms of the first frame). Its warning becomes a toast once the app runs.
-        name, self._theme_warning = resolve_theme(pick_theme(self.options.theme, os.environ),
-                                                  self.available_themes)
+        # (~10 ms of the first frame). Its warning is a toast once the app runs.
+        name, warning = resolve_theme(pick_theme(self.options.theme, os.environ),
+                                      self.available_themes)
+        if warning:
+            self._theme_warnings.append(warning)
         # Shipped themes missing: Textual's default.
         self.theme = name if name in self.available_themes else "textual-dark"
 
@@ -216,8 +218,6 @@ class GputuiApp(App[int]):
         self._loop_thread = threading.get_ident()
         for w in self._theme_warnings:
             self.notify(w, severity="warning", timeout=8)
-        if self._theme_warning:
-            self.notify(self._theme_warning, severity="warning", timeout=8)
         # Garbage collection is paused while the monitor starts (commands/tui.py): on
         # again once the first reading is drawn (`_draw`), or after this long without one.
         self.set_timer(GC_PAUSE_MAX_S, _collect_garbage_again)
