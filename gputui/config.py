@@ -26,8 +26,7 @@ from pathlib import Path
 
 from gputui.commands.argtypes import MIN_INTERVAL_S
 from gputui.errors import UsageError
-from gputui.notify.settings import KNOWN_KINDS, NotifySettings
-from gputui.notify.sinks import check_webhook_url
+from gputui.notify.settings import KNOWN_KINDS, NotifySettings, check_webhook_url
 
 CONFIG_ENV = "GPUTUI_CONFIG"
 TOP_KEYS = ("interval", "theme", "notify")
@@ -36,6 +35,8 @@ NOTIFY_KEYS = ("webhooks", "command", "terminal", "min_duration", "kinds")
 
 @dataclass(frozen=True, slots=True)
 class Config:
+    """config.toml as read (every value None or empty when not set)."""
+
     path: Path | None = None  # the file read; None when there is none
     interval: float | None = None
     theme: str | None = None

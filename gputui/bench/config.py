@@ -81,7 +81,7 @@ def read_gpu_config(sampler: Any, gpu_index: int | None) -> dict[str, Any]:
         return empty(GPU_KEYS)
     health = info = None
     with contextlib.suppress(Exception):
-        from gputui.telemetry.nvml import read_health
+        from gputui.telemetry.nvml.health_reads import read_health
 
         health = read_health(source, gpu_index)
         info = source.devices[gpu_index]

@@ -47,10 +47,10 @@ def _results_command(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p = sub.add_parser(
         "bench",
-        help="run built-in benchmarks; list, compare and export results",
+        help=summary,
         description="Deep-learning benchmarks in a separate worker process. Results are "
         "saved under the user data dir ($GPUTUI_DATA_DIR overrides it).",
     )

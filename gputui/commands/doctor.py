@@ -19,9 +19,9 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p = sub.add_parser(
-        "doctor", help="check every GPU's configuration and health (admission test)",
+        "doctor", help=summary,
         description="Check every GPU's configuration (PCIe link, persistence, power limit, "
         "clocks, ECC, MIG, compute mode, driver) and health (remapped rows, retired pages, "
         "ECC errors, XID events, idle throttling, temperature, fan). Exit 0 when every "

@@ -16,11 +16,11 @@ from types import FrameType
 from gputui.errors import GputuiError, UsageError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     from gputui.commands.argtypes import interval_seconds
 
     p = sub.add_parser(
-        "export", help="serve Prometheus metrics (dcgm-exporter names) on /metrics",
+        "export", help=summary,
         description="Serve the GPUs' telemetry as Prometheus metrics under the names NVIDIA's "
         "dcgm-exporter uses (DCGM_FI_DEV_*), plus gputui's throttle counters and host metrics. "
         "Binds to loopback unless told otherwise. Exit 2: malformed address; exit 1: port in use.")

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from gputui.fleet.poller import Poller
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     from gputui.commands.argtypes import interval_seconds, positive_float
 
     p = sub.add_parser(
-        "fleet", help="watch many hosts' GPUs (gputui or dcgm-exporter endpoints)",
+        "fleet", help=summary,
         description="One row per host and GPU across many hosts, read from their gputui "
         "export or dcgm-exporter /metrics pages, or from a Prometheus server; alerts for "
         "throttling or hot GPUs and hosts that are down.")

@@ -21,9 +21,9 @@ def _speed(text: str) -> float:
     return value
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p = sub.add_parser(
-        "replay", help="replay a recording made with 'gputui --record FILE'",
+        "replay", help=summary,
         description="Open the monitor on a recording instead of the live GPUs: history, "
         "throttle episodes and alerts as they happened. Space pauses; the arrow keys step "
         "and seek.")

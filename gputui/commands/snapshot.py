@@ -17,8 +17,8 @@ CPU_SETTLE_S = 0.25
 READ_TIMEOUT_S = 2.0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("snapshot", help="print one reading of every GPU, the host and processes",
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
+    p = sub.add_parser("snapshot", help=summary,
                        description="Print one nvidia-smi-like reading of every GPU, the host "
                        "and the GPU processes.")
     p.add_argument("--json", action="store_true", help="print the documented JSON document")

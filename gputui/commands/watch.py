@@ -30,10 +30,10 @@ CSV_COLUMNS = [
 ]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     from gputui.commands.argtypes import interval_seconds, positive_int
 
-    p = sub.add_parser("watch", help="stream one row per GPU per tick (table, CSV or JSON lines)",
+    p = sub.add_parser("watch", help=summary,
                        description="Stream one row per GPU per tick, flushed every tick, "
                        "until Ctrl-C or --count ticks.")
     p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",

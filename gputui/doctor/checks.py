@@ -11,9 +11,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gputui.doctor.model import Check, Stage, Status, Value
-from gputui.telemetry.health import COMPUTE_MODES, DeviceHealth, XidEvent
+from gputui.telemetry.health import COMPUTE_MODES, DeviceHealth
 from gputui.telemetry.model import SystemInfo
 from gputui.telemetry.throttle import reason_keys
+from gputui.telemetry.xid import XidEvent
 
 # Idle temperature headroom below the slowdown threshold (°C).
 HEADROOM_FAIL_C = 10

@@ -142,7 +142,7 @@ class _Run:
         return self.done
 
     def configuration(self) -> list[DeviceHealth]:
-        from gputui.telemetry import nvml
+        from gputui.telemetry.nvml.health_reads import read_health
         total = len(self.gpus) + 1
         self.stage(Stage.CONFIG, 0, total)
         self.emit(checks.driver_check(self.source.system))
@@ -150,7 +150,7 @@ class _Run:
         for n, gpu in enumerate(self.gpus, 1):
             if self.cancel.is_set():
                 return healths
-            h = nvml.read_health(self.source, gpu)
+            h = read_health(self.source, gpu)
             healths.append(h)
             if h.error is None:
                 self.reachable.append(gpu)
@@ -166,7 +166,7 @@ class _Run:
         return healths
 
     def health(self, healths: list[DeviceHealth]) -> None:
-        from gputui.telemetry import nvml
+        from gputui.telemetry.nvml.health_reads import read_health
         live = [h for h in healths if h.error is None]
         masks = {h.index: h.throttle_mask for h in live}
         temps = {h.index: h.temp_c for h in live}
@@ -179,7 +179,7 @@ class _Run:
                 if self.cancel.wait(max(0.0, min(OBSERVE_EVERY_S, end - time.monotonic()))):
                     return
                 for h in live:
-                    again = nvml.read_health(self.source, h.index)
+                    again = read_health(self.source, h.index)
                     masks[h.index] = _or(masks[h.index], again.throttle_mask)
                     temps[h.index] = _max(temps[h.index], again.temp_c)
                 self.stage(Stage.HEALTH, n, total)
@@ -196,7 +196,7 @@ class _Run:
         """Probes on each GPU in turn (in the benchmark worker), the PCIe generation
         read while they load it, then every probe figure judged against the peak table
         and the box's median."""
-        from gputui.telemetry import nvml
+        from gputui.telemetry.nvml.health_reads import p2p_link, read_health
         live = [h for h in healths if h.error is None]
         self.stage(Stage.PERFORMANCE, 0, max(1, len(live)))
         if importlib.util.find_spec("torch") is None:
@@ -215,7 +215,7 @@ class _Run:
             under: list[DeviceHealth] = []
 
             def tick(h: DeviceHealth = h, under: list[DeviceHealth] = under) -> int | None:
-                under.append(nvml.read_health(self.source, h.index))
+                under.append(read_health(self.source, h.index))
                 return under[-1].throttle_mask
 
             link_peak = perf.pcie_peak_gbps(h.pcie_gen_max, h.pcie_width_max)
@@ -238,7 +238,7 @@ class _Run:
             # Pairs and the collective need CUDA and several GPUs in one worker.
             figures += probes.probe_interconnect(
                 [(h.index, h.uuid) for h in live], self.options.probes, self.cancel,
-                lambda a, b: nvml.p2p_link(self.source, a, b))
+                lambda a, b: p2p_link(self.source, a, b))
         if self.cancel.is_set():
             return
         for c in perf.perf_checks(figures):

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gputui.notify.settings import KNOWN_KINDS, NotifySettings
+from gputui.notify.settings import KNOWN_KINDS, NotifySettings, check_webhook_url
 
 if TYPE_CHECKING:
     from gputui.notify.notifier import Notifier
@@ -17,8 +17,6 @@ DEFAULT_INTERVAL_S = 1.0
 
 
 def webhook_url(text: str) -> str:
-    from gputui.notify.sinks import check_webhook_url
-
     why = check_webhook_url(text)
     if why:  # never echo the value: a webhook URL carries its secret
         raise argparse.ArgumentTypeError(why)

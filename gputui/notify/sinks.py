@@ -53,22 +53,6 @@ def url_host(url: str) -> str:
     return f"{host}:{port}" if port else host
 
 
-def check_webhook_url(url: str) -> str | None:
-    """Why `url` cannot be a webhook (a reason without the URL in it), or None."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a malformed port
-    except ValueError:
-        return "not a valid URL"
-    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
-        return "the URL contains spaces or control characters"
-    if parts.scheme not in ("http", "https"):
-        return "not an http:// or https:// URL"
-    if not parts.hostname:
-        return "no host in the URL"
-    return None
-
-
 def split_userinfo(url: str) -> tuple[str, str | None]:
     """(the URL without `user:password@`, a Basic Authorization header for them or None):
     urllib does not take credentials from the URL itself."""

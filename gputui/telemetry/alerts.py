@@ -76,6 +76,8 @@ STALE_ALERT_S = 3.0
 
 @dataclass(frozen=True, slots=True)
 class Alert:
+    """One alert, active or cleared, in the words a person reads."""
+
     key: str  # stable id, "<kind>:<gpu index>", e.g. "throttle:0"
     gpu_index: int | None
     kind: AlertKind

@@ -22,6 +22,8 @@ _EMPTY: Mapping[int, ThrottleEpisode] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """One snapshot with what the sampler worked out from it: what a view receives."""
+
     snapshot: Snapshot
     ongoing: Mapping[int, ThrottleEpisode] = field(default_factory=lambda: _EMPTY)  # by GPU
     episodes: tuple[ThrottleEpisode, ...] = ()  # closed then ongoing, oldest first

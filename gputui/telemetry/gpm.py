@@ -79,6 +79,8 @@ _MIBPS = float(MIB)
 
 @dataclass(frozen=True, slots=True)
 class GpmMetric:
+    """One GPM metric NVML computes, and the GpuSample field it fills."""
+
     metric_id: int
     field: str  # the GpuSample field it fills
     scale: float  # NVML's unit → gputui's (%, B/s)

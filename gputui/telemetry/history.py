@@ -169,6 +169,8 @@ class History:
 
 @dataclass(frozen=True, slots=True)
 class BucketLayout:
+    """Which of a window's points fall in each sparkline bucket."""
+
     appends: int  # History.appends when computed: any later append invalidates it
     count: int  # points in the window (the last `count`)
     ranges: tuple[tuple[int, int], ...]  # per bucket: [lo, hi) into the window's points

@@ -67,6 +67,8 @@ class JobState:
 
 @dataclass
 class _Slowed:
+    """A job's confirmed slowdown: when it started and how deep it went."""
+
     since_mono: float
     since: datetime
     baseline: float
@@ -77,6 +79,8 @@ class _Slowed:
 
 @dataclass
 class _Job:
+    """One job's recent throughput and its slowdown state."""
+
     readings: deque[tuple[float, float]] = field(
         default_factory=lambda: deque(maxlen=MAX_READINGS))  # (mono, throughput)
     first_mono: float | None = None

@@ -45,6 +45,8 @@ class StepPoint(NamedTuple):
 
 @dataclass
 class _JobFile:
+    """One training job's file, open, and what has been read of it."""
+
     fd: int
     ino: int
     pid: int = 0

@@ -16,6 +16,8 @@ from gputui.telemetry.mig import MigDevice
 
 @dataclass(frozen=True, slots=True)
 class SystemInfo:
+    """The driver's versions: read once when NVML opens."""
+
     driver_version: str | None = None
     nvml_version: str | None = None
     cuda_driver_version: str | None = None  # "12.4", from NVML's integer 12040
@@ -146,6 +148,8 @@ class GpuSample(GpmActivity):
 
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
+    """One process using a GPU, with what psutil knows of it."""
+
     gpu_index: int
     pid: int
     gpu_mem_bytes: int | None
@@ -216,6 +220,8 @@ class JobReading:
 
 @dataclass(frozen=True, slots=True)
 class HostSample:
+    """The host's CPU, memory, swap and load at one tick (psutil)."""
+
     hostname: str
     cpu_pct: float | None = None
     cpu_per_core_pct: tuple[float, ...] = ()

@@ -35,6 +35,8 @@ class DeviceSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Reading:
+    """One device's reading, as its reader thread finished it."""
+
     sample: GpuSample
     processes: tuple[GpuProcess, ...] | None  # None: not read this time
     done_at: float  # time.monotonic() when the reading finished

@@ -15,6 +15,8 @@ from gputui.telemetry.units import fmt_duration
 
 @dataclass(frozen=True, slots=True)
 class Reason:
+    """One bit of NVML's clock-event (throttle) reasons."""
+
     bit: int
     key: str  # stable snake_case name used in JSON and metrics
     words: str  # what a person reads
@@ -119,6 +121,8 @@ def explain(sample: GpuSample, since: datetime | None = None, now: datetime | No
 
 @dataclass(frozen=True, slots=True)
 class ThrottleEpisode:
+    """A stretch of ticks one GPU spent throttling (open while `end` is None)."""
+
     gpu_index: int
     gpu_uuid: str
     mask: int  # union of throttling reasons seen during the episode

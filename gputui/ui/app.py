@@ -32,7 +32,6 @@ from gputui.telemetry.alerts import Alert, toasts
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.history import History, TickBuckets, history_capacity
 from gputui.telemetry.model import Snapshot
-from gputui.telemetry.record import Recorder
 from gputui.telemetry.sampler import Sampler
 from gputui.ui.messages import (
     DetailFieldsWanted,
@@ -52,6 +51,7 @@ from gputui.ui.widgets.header import HeaderInfo
 from gputui.ui.widgets.process_table import COLUMNS
 
 if TYPE_CHECKING:
+    from gputui.telemetry.record import Recorder
     from gputui.telemetry.replay import ReplayPlayer
     from gputui.ui.bench_messages import RunEvent, RunFinished
     from gputui.ui.bench_session import BenchSession
@@ -122,6 +122,9 @@ class GputuiApp(App[int]):
         self.recorder = recorder
         self._record_error_shown = False
         if self.recorder is None and self.options.record_path and self.options.replay is None:
+            # Imported only to record (recordings' modules are ~1 % of the first frame).
+            from gputui.telemetry.record import Recorder
+
             # Raises UsageError (one line, exit 2) before the app starts.
             self.recorder = Recorder(self.options.record_path, interval=self.options.interval)
         self._handle_sighup = handle_sighup

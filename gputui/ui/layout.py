@@ -42,6 +42,8 @@ PANEL_HEIGHT = panel_height(1)
 
 @dataclass(frozen=True, slots=True)
 class Layout:
+    """How the GPUs are laid out for one terminal size and GPU count."""
+
     compact: bool  # compact rows instead of panels (what the size suggests)
     columns: int  # panel columns
     spark_rows: int  # sparkline height in rows (panels)

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class AppOptions:
+    """What the command line asked of the monitor."""
+
     interval: float = 1.0
     theme: str | None = None  # None: GPUTUI_THEME, else the default theme
     record_path: str | None = None

@@ -252,7 +252,7 @@ def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path, gputui: Gput
     # Also the default rnn-train model (LSTM) end to end through the CLI.
     proc = gputui("bench", "run", "rnn-train", "--device", "cpu", "--batch-size", "2",
                   "--seq-len", "8", "--steps", "3", "--warmup", "1", "--threads", "1",
-                  "--profile")
+                  "--profile", env={"COLUMNS": "200"})  # wide: an op's long name not wrapped
     assert proc.returncode == 0, proc.stderr
     (doc,) = results_store.history().results
     assert doc.model == "lstm" and doc.status == "ok"

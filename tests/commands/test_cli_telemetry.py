@@ -218,5 +218,21 @@ def test_bad_input_is_one_line_exit_2(args: list[str], no_nvml: object,
 def test_version_and_help(cli: CliRunner) -> None:
     assert cli("--version").stdout.startswith("gputui ")
     helptext = cli("--help").stdout
-    for cmd in ("snapshot", "watch", "replay", "bench", "export", "fleet"):
+    for cmd in ("snapshot", "watch", "replay", "bench", "export", "fleet", "doctor"):
         assert cmd in helptext
+
+
+def test_each_command_gets_its_own_options_whatever_comes_before_it(cli: CliRunner) -> None:
+    # Only the commands named on the line get their arguments; one named earlier as an
+    # option's value (a theme called "watch") must not leave the real one without them.
+    out = " ".join(cli("--help").stdout.split())
+    assert "watch stream one row per GPU per tick" in out
+    assert "--count N" in cli("watch", "--help").stdout
+    assert "--json" in cli("snapshot", "--help").stdout
+    proc = cli("--theme", "watch", "snapshot", "--nope")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("gputui: unrecognized arguments: --nope "
+                                   "(see 'gputui --help')")
+    proc = cli("frobnicate")
+    assert proc.returncode == 2 and "invalid choice: 'frobnicate'" in proc.stderr
+    assert "'doctor'" in proc.stderr  # the choices are listed

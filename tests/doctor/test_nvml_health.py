@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from gputui.telemetry.nvml import NvmlSource, XidWatcher, read_health
+from gputui.telemetry.nvml import NvmlSource, XidWatcher
+from gputui.telemetry.nvml.health_reads import read_health
 from tests.fakenvml.harness import FakeNvml
 
 
@@ -131,7 +132,7 @@ def test_xid_watcher_names_gpus_that_cannot_report_events(fake_nvml: FakeNvml) -
 
 
 def test_p2p_link_names_nvlink_pcie_or_host(fake_nvml: FakeNvml) -> None:
-    from gputui.telemetry.nvml import p2p_link
+    from gputui.telemetry.nvml.health_reads import p2p_link
 
     fake_nvml.use({"device_count": 3, "gpu.0.nvlink": 1, "gpu.1.nvlink": 1, "gpu.2.p2p": 0})
     src = _open()

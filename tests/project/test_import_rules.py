@@ -210,3 +210,30 @@ def test_every_parent_side_module_loads_without_torch_or_pynvml() -> None:
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["imported"] == len(modules)
     assert report["culprits"] == {}
+
+
+MONITOR_PROBE = """
+import json, sys
+from gputui.cli import build_parser
+build_parser([]).parse_args([])
+import gputui.commands.tui, gputui.config, gputui.ui.app, gputui.ui.sampler_opener
+import gputui.telemetry.nvml
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_monitor_does_not_import_what_its_first_frame_does_not_need() -> None:
+    # Every module is start-up time before the first frame: the other commands, recordings,
+    # the doctor's health reads and the notification sinks load when they are used.
+    proc = subprocess.run([sys.executable, "-c", MONITOR_PROBE], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert {"gputui.ui.app", "gputui.telemetry.nvml.source"} <= loaded  # the monitor's own
+    unneeded = {f"gputui.commands.{c}" for c in
+                ("snapshot", "watch", "replay", "bench", "export", "fleet", "doctor")}
+    unneeded |= {"gputui.telemetry.record", "gputui.telemetry.recording_index",
+                 "gputui.telemetry.schema", "gputui.telemetry.health",
+                 "gputui.telemetry.nvml.health_reads", "gputui.notify.sinks",
+                 "gputui.notify.events"}
+    assert sorted(loaded & unneeded) == []

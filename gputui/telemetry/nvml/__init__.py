@@ -8,7 +8,8 @@ that imports pynvml (a test keeps it so).
 - `counters`, `gpm_session`, `processes`, `mig_reader`: what a DeviceReader reads beside
   its core fields
 - `profiles`: the field sets consumers ask for; `errors`: why NVML is unavailable
-- `health_reads`: configuration and health (doctor, benchmark results), P2P paths
+- `health_reads`: configuration and health (doctor, benchmark results), P2P paths;
+  imported by those who read them (not here: the monitor never does)
 - `gpu_links`: how the GPUs reach each other (a DDP benchmark's topology)
 - `events`: the XID/ECC event listener
 """
@@ -17,7 +18,6 @@ from gputui.telemetry.nvml.counters import FI_DEV_MEMORY_TEMP
 from gputui.telemetry.nvml.device import pending_info
 from gputui.telemetry.nvml.errors import NvmlUnavailable, describe_init_error
 from gputui.telemetry.nvml.events import EVENT_KINDS, MONITOR_EVENTS, XidWatcher
-from gputui.telemetry.nvml.health_reads import p2p_link, read_health
 from gputui.telemetry.nvml.profiles import (
     ALL_FIELDS,
     MONITOR_FIELDS,
@@ -37,8 +37,6 @@ __all__ = [
     "NvmlUnavailable",
     "XidWatcher",
     "describe_init_error",
-    "p2p_link",
     "pending_info",
     "profile_fields",
-    "read_health",
 ]

@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 import pynvml
 
-from gputui.telemetry.health import XidEvent
 from gputui.telemetry.nvml.query import NvmlQuery
+from gputui.telemetry.xid import XidEvent
 
 # NVML event bits a watcher can listen for, and the kind each becomes.
 EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit",

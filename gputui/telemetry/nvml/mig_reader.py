@@ -29,6 +29,8 @@ _GPM_IDS = tuple(m.metric_id for m in gpm.METRICS if m.field in mig.GPM_FIELDS)
 
 @dataclass
 class _MigStatic:
+    """What does not change about one MIG device while it exists."""
+
     index: int
     handle: Any
     uuid: str

@@ -43,6 +43,8 @@ NAME_WIDTH = 15
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """One column of the compact rows."""
+
     key: str
     header: str
     width: int

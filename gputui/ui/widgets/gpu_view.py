@@ -148,6 +148,8 @@ def _frac(v: float | None, top: float | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class GaugeView:
+    """One gauge as drawn: how full, its text, and its severity."""
+
     fraction: float | None
     text: str
     severity: str | None = None
@@ -210,6 +212,8 @@ def pstate_text(g: GpuSample) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StateView:
+    """The GPU's condition in words, long and short."""
+
     text: str
     severity: str | None  # None (fine), "warning" (throttling), "error" (lost/failed)
     short: str  # for the one-line compact row

@@ -19,6 +19,8 @@ from gputui.ui.widgets.partial import repaint_changed
 
 @dataclass(frozen=True, slots=True)
 class HeaderInfo:
+    """What the header line shows."""
+
     hostname: str = ""
     driver: str | None = None
     cuda: str | None = None

@@ -36,6 +36,8 @@ from gputui.ui.textual_adapter import bound_render_caches
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """One column of the process table: how it sorts and how it reads."""
+
     key: str
     label: str
     raw: Callable[[GpuProcess, float], Any]  # the value sorted on
