@@ -7,7 +7,7 @@ import time
 
 from gputui.telemetry.model import Snapshot
 from gputui.ui.screens.doctor import DoctorScreen
-from gputui.ui.widgets.gpu_panel import GpuRow
+from gputui.ui.widgets.gpu_row import GpuRow
 from tests.fakenvml.harness import FakeNvml
 from tests.ui.helpers import feed, gpu, make_app, screen_text, snap, throttled
 

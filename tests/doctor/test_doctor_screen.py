@@ -13,7 +13,7 @@ from gputui.doctor.model import Report, Stage
 from gputui.doctor.run import Options, StageProgress
 from gputui.ui.messages import SnapshotShown
 from gputui.ui.screens.doctor import DoctorScreen
-from gputui.ui.widgets.gpu_panel import GpuRow
+from gputui.ui.widgets.gpu_row import GpuRow
 from tests.fakenvml.harness import FakeNvml
 from tests.ui.helpers import gpu, snap
 

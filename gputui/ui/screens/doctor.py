@@ -31,8 +31,8 @@ from gputui.telemetry.history import TickBuckets
 from gputui.telemetry.model import Snapshot
 from gputui.ui.messages import SnapshotShown
 from gputui.ui.widgets.footer import KeyFooter
-from gputui.ui.widgets.gpu_panel import GpuFrame, GpuRow
-from gputui.ui.widgets.gpu_row import RowsHeader
+from gputui.ui.widgets.gpu_panel import GpuFrame
+from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
 
 STAGES = (Stage.CONFIG, Stage.HEALTH, Stage.PERFORMANCE, Stage.EVENTS)
 STATUS_STYLE = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red",

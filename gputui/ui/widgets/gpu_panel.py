@@ -4,7 +4,7 @@ that holds the panels or the compact rows (`gpu_row`)."""
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -24,7 +24,6 @@ from gputui.telemetry.model import DeviceInfo
 from gputui.telemetry.units import NA
 from gputui.ui.layout import GPU_AREA_MAX, SPARK_ROWS_MAX, Layout
 from gputui.ui.widgets.gauge import gauge_parts
-from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
 from gputui.ui.widgets.gpu_view import (
     HISTORY_METRICS,
     SPARK_SERIES,
@@ -41,8 +40,11 @@ from gputui.ui.widgets.mig_view import mig_summary
 from gputui.ui.widgets.partial import repaint_changed
 from gputui.ui.widgets.sparkline import sparkline_rows, time_axis
 
-__all__ = ["GpuArea", "GpuFrame", "GpuPanel", "GpuRow", "TextLine", "panel_title",
-           "window_label", "wrap_rows"]
+if TYPE_CHECKING:
+    from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
+
+__all__ = ["GpuArea", "GpuFrame", "GpuPanel", "TextLine", "panel_title", "window_label",
+           "wrap_rows"]
 
 STATE_ROWS_MAX = 3  # the throttle sentence at 80 columns takes two
 SCALE_WIDTH = 9  # "0–1980MHz": the scale column beside the sparklines
@@ -398,11 +400,9 @@ class GpuArea(VerticalScroll):
     GpuArea > #panels { layout: grid; grid-size: 1; grid-rows: auto; grid-gutter: 0 1;
                         height: auto; }
     GpuArea > #rows { height: auto; border-bottom: solid $primary 40%; }
-    GpuArea > #rows-header { display: none; }
     GpuArea.-compact > #panels { display: none; }
     GpuArea > #rows { display: none; }
     GpuArea.-compact > #rows { display: block; }
-    GpuArea.-compact > #rows-header { display: block; }
     GpuArea > .gpupanel--label { color: $text-muted; text-style: bold; }
     GpuArea > .gpupanel--fill { color: $primary; }
     GpuArea > .gpupanel--empty { color: $foreground 25%; }
@@ -442,7 +442,7 @@ class GpuArea(VerticalScroll):
         self.columns = 1
         self.spark_rows = 1
         self.row_lines = 1
-        self._header = RowsHeader(id="rows-header")  # kept: updated every tick
+        self._header: RowsHeader | None = None  # over the rows, made with them
         if devices and layout is not None:
             self._infos = devices
             self.indices = tuple(i.index for i in devices)
@@ -455,8 +455,8 @@ class GpuArea(VerticalScroll):
         grid = Grid(*self._panels.values(), id="panels")
         grid.styles.grid_size_columns = self.columns
         yield grid
-        yield self._header
-        yield Vertical(*self._rows.values(), id="rows")
+        rows = [self._header, *self._rows.values()] if self._header else []
+        yield Vertical(*rows, id="rows")
 
     async def set_devices(self, infos: tuple[DeviceInfo, ...]) -> None:
         """Mount widgets for these GPUs: only the kind shown now (panels or rows).
@@ -472,7 +472,7 @@ class GpuArea(VerticalScroll):
         rows = self.query_one("#rows", Vertical)
         await panels.remove_children()
         await rows.remove_children()
-        self._panels, self._rows = {}, {}
+        self._panels, self._rows, self._header = {}, {}, None
         self._infos = infos
         self.indices = indices
         await self._mount_kind(self.compact)
@@ -489,10 +489,14 @@ class GpuArea(VerticalScroll):
     def _make_kind(self, compact: bool) -> list[Widget]:
         """Make the rows (compact) or panels for the current GPUs, if not made yet."""
         if compact and not self._rows and self._infos:
+            # Imported with the first rows: most terminals never show them.
+            from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
+
+            self._header = RowsHeader(id="rows-header")
             self._rows = {i.index: GpuRow(i, id=f"row-{i.index}") for i in self._infos}
             for row in self._rows.values():
                 row.set_lines(self.row_lines)
-            return list(self._rows.values())
+            return [self._header, *self._rows.values()]
         if not compact and not self._panels and self._infos:
             self._panels = {i.index: GpuPanel(i, id=f"gpu-{i.index}") for i in self._infos}
             for panel in self._panels.values():
@@ -520,7 +524,7 @@ class GpuArea(VerticalScroll):
 
     def update_frames(self, frames: list[GpuFrame]) -> None:
         widgets = self._rows if self.compact else self._panels
-        if self.compact and frames:
+        if self.compact and frames and self._header is not None:
             self._header.set_seconds(frames[0].seconds)
         for f in frames:
             w = widgets.get(f.sample.index)
