@@ -3,7 +3,7 @@
 Nothing heavy is imported here: `gputui --help` must be instant and the monitor
 must never pay for torch. Each subcommand module registers its own parser and
 imports what it needs inside its `run` function; only the modules of the commands
-named on the command line are imported (the others were ~1.5 % of the monitor's start).
+named on the command line are imported (the others were ~1.3 % of the monitor's start).
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ class GputuiApp(App[int]):
         self.recorder = recorder
         self._record_error_shown = False
         if self.recorder is None and self.options.record_path and self.options.replay is None:
-            # Imported only to record (recordings' modules are ~1 % of the first frame).
+            # Imported only to record: the monitor starts without the recordings' modules.
             from gputui.telemetry.record import Recorder
 
             # Raises UsageError (one line, exit 2) before the app starts.
