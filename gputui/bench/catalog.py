@@ -53,6 +53,8 @@ SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "compile": False,
         "mode": None,
         "sweep": False,
+        # The sweep's batch sizes, ascending; None: the benchmark's doubling grid.
+        "batch_sizes": None,
         "nproc": 1,
         "profile": False,
         "profile_dir": None,
@@ -349,6 +351,29 @@ def _shapes(out: dict[str, Any], name: str) -> None:
     out["shapes"] = [list(s) for s in shapes]
 
 
+def _batch_sizes(out: dict[str, Any], bench: Benchmark) -> None:
+    """An explicit sweep grid: whole numbers ≥ 1, kept ascending and once each; giving one
+    asks for a sweep."""
+    sizes = out.get("batch_sizes")
+    if sizes is None:
+        return
+    ok = isinstance(sizes, list | tuple) and sizes and all(
+        isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sizes)
+    if not ok:
+        raise UsageError("batch sizes must be a list of whole numbers ≥ 1, e.g. 1,8,32")
+    if not bench.supports_sweep or bench.name == "matmul":
+        raise UsageError(f"--batch-sizes applies to benchmarks that sweep batch sizes, "
+                         f"not {bench.name}")
+    grid = sorted(set(sizes))
+    if out["batch_size"] is not None and out["batch_size"] != grid[-1]:
+        raise UsageError("give --batch-size or --batch-sizes, not both")
+    if bench.kind == "train" and grid[0] < 2:
+        raise UsageError(f"{bench.name} sweeps start at batch 2 (BatchNorm cannot train on "
+                         "one sample)")
+    out["batch_sizes"] = grid
+    out["sweep"] = True
+
+
 # Kinds whose timed phase is not one loop that can simply run again.
 NO_REPEAT = ("train-to-accuracy", "batch-finder", "p2p", "allreduce")
 
@@ -482,6 +507,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if out["profile_dir"] is not None and not isinstance(out["profile_dir"], str):
         raise UsageError("profile dir must be a path")
     _shapes(out, name)
+    _batch_sizes(out, bench)
     _repeat(out, name)
     _nodes(out, bench)
     if out["data"] not in ("device", "host"):
@@ -515,10 +541,12 @@ def resolve_spec(spec: Mapping[str, Any], device_type: str) -> dict[str, Any]:
     bench = get(spec["benchmark"])
     defaults = bench.defaults(device_type, spec.get("mode"))
     out = dict(spec)
+    if out.get("batch_sizes"):
+        out["batch_size"] = max(out["batch_sizes"])  # an explicit grid's largest point
     if out.get("precision") == AUTO_PRECISION:
         out["precision"] = defaults.get("precision", "fp32")
-    if bench.kind == "infer" and out.get("mode") is None:
-        out["mode"] = "throughput"
+    if bench.kind == "infer" and bench.name != "lm-infer" and out.get("mode") is None:
+        out["mode"] = "throughput"  # lm-infer has no mode: it reports both together
     user_bounded = out.get("steps") is not None or out.get("duration_s") is not None
     for key in SPEC_DEFAULTS:
         if key in ("steps", "duration_s") and user_bounded:

@@ -56,6 +56,8 @@ def _row(name: str, aliases: tuple[str, ...], fp32: float | None, tf32: float | 
 
 _H100 = "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/"
 _H200 = "NVIDIA H200 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h200/"
+_GH200 = ("NVIDIA GH200 Grace Hopper Superchip datasheet, https://www.nvidia.com/en-us/"
+          "data-center/grace-hopper-superchip/")
 _A100 = "NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/a100/"
 _ADA = ("NVIDIA Ada GPU Architecture whitepaper v2.1, Appendix A, "
         "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/"
@@ -69,7 +71,8 @@ _V100 = "NVIDIA V100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/dat
 # A100s whose bandwidth differs); `match` lets only packaging/memory words go unmatched,
 # so "RTX 4090 D", "RTX 4080 SUPER", laptop and Max-Q parts (other SM counts or clocks)
 # never take a desktop row. A bare "NVIDIA H100" matches no row: PCIe, SXM and NVL differ
-# by 30 %, and a guess would be wrong by that much.
+# by 30 %, and a guess would be wrong by that much; the worker estimates its FLOP/s from
+# its SM count and clock instead (`estimate`), and gives no bandwidth.
 PEAKS: tuple[PeakRow, ...] = (
     # Hopper. SXM5 reports "NVIDIA H100 80GB HBM3". Datasheet, SXM column: FP32 67,
     # TF32 989*, BF16/FP16 1,979*, FP8 3,958* (*sparse), 3.35 TB/s.
@@ -88,6 +91,14 @@ PEAKS: tuple[PeakRow, ...] = (
     # H200 NVL: FP32 60, TF32 835*, BF16/FP16 1,671*, FP8 3,341*, 4.8 TB/s.
     _row("H200 NVL", ("h200 nvl",), 60.0, 417.5, 835.5, 835.5, 1670.5, 4800,
          _H200 + " (H200 NVL)"),
+    # GH200's Hopper GPU (NVML: "NVIDIA GH200 480GB" and "NVIDIA GH200 120GB" — the size is
+    # the Grace CPU's LPDDR5X — with 96 GB HBM3; "NVIDIA GH200 144G HBM3e"). Datasheet: FP32
+    # 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958* (*sparse), as H100 SXM; HBM3 up to 4 TB/s,
+    # HBM3e up to 4.9 TB/s.
+    _row("GH200 96GB HBM3", ("gh200",), 67.0, 494.7, 989.4, 989.4, 1978.9, 4000,
+         _GH200 + " (96GB HBM3)"),
+    _row("GH200 144GB HBM3e", ("gh200 144g", "gh200 144gb"), 67.0, 494.7, 989.4, 989.4,
+         1978.9, 4900, _GH200 + " (144GB HBM3e)"),
     # Ampere datacenter: FP32 19.5, TF32 156, BF16/FP16 312 dense; bandwidth by SKU.
     _row("A100 SXM4 80GB", ("a100 sxm4 80gb", "a100 sxm 80gb"),
          19.5, 156.0, 312.0, 312.0, None, 2039, _A100 + " (A100 80GB SXM)"),

@@ -96,6 +96,12 @@ def test_list_does_not_import_torch() -> None:
         (["run", "cnn-infer", "--mode", "latency", "--batch-size", "4"],
          "latency mode is single-stream: batch size 1"),
         ([], "choose a bench command"),
+        (["run", "lm-infer", "--batch-sizes", "1,0"], "--batch-sizes"),
+        (["run", "lm-infer", "--batch-sizes", "1,x"], "not a whole number: 'x'"),
+        (["run", "lm-infer", "--batch-sizes", ","], "comma-separated list"),
+        (["run", "matmul", "--batch-sizes", "1,2"], "not matmul"),
+        (["run", "lm-infer", "--batch-sizes", "1,2", "--batch-size", "8"],
+         "give --batch-size or --batch-sizes, not both"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(argv: list[str], fragment: str, gputui: Gputui) -> None:

@@ -23,6 +23,9 @@ SKUS = [
     ("NVIDIA H100 NVL", "H100 NVL", 835.5, 3900),
     ("NVIDIA H200", "H200 SXM", 989.4, 4800),
     ("NVIDIA H200 NVL", "H200 NVL", 835.5, 4800),
+    ("NVIDIA GH200 480GB", "GH200 96GB HBM3", 989.4, 4000),
+    ("NVIDIA GH200 120GB", "GH200 96GB HBM3", 989.4, 4000),
+    ("NVIDIA GH200 144G HBM3e", "GH200 144GB HBM3e", 989.4, 4900),
     ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB", 312.0, 2039),
     ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB", 312.0, 1555),
     ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB", 312.0, 1935),
@@ -149,6 +152,16 @@ def test_estimate_agrees_with_the_table(name: str, cc: tuple[int, int], sms: int
     assert est is not None and table is not None and table.name == row
     assert est.fp16_tflops == pytest.approx(table.fp16_tflops, rel=0.01)
     assert est.mem_bw_gbps is None  # the bus width is not known: never estimated
+
+
+def test_a_bare_h100_gets_an_estimated_compute_peak_and_no_bandwidth() -> None:
+    """"NVIDIA H100" names no form factor: the worker's lookup (name, compute capability,
+    SM count, max SM clock) estimates its FLOP/s and says why, and never guesses a bus."""
+    found = peaks.lookup("NVIDIA H100", (9, 0), 132, 1980)
+    assert found.row is not None and found.estimated
+    assert found.row.bf16_tflops == pytest.approx(132 * 1980e6 * 4096 / 1e12, abs=0.1)
+    assert found.row.mem_bw_gbps is None
+    assert "H100 SXM" in found.reason and "H100 PCIe" in found.reason
 
 
 def test_bench_peaks_estimate_for_a_gpu_not_in_the_table(

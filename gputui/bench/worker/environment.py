@@ -170,6 +170,8 @@ def base_settings(request: RunRequest, device: torch.device) -> dict[str, Any]:
         "peak_memory": ("torch.cuda.max_memory_allocated since the timed loop (or probe) "
                         "began" if device.type == "cuda" else host_peak_text()),
     }
+    if r.batch_sizes is not None:
+        settings["batch_sizes"] = list(r.batch_sizes)  # the sweep's grid, as asked
     settings.update(configure_precision(device, r.precision))
     return settings
 

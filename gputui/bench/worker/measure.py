@@ -51,6 +51,18 @@ def free_memory(device: torch.device) -> None:
         _malloc_trim()
 
 
+def forget_compiled(compiled: bool) -> None:
+    """Before a sweep point with --compile: drop every compiled graph (and, on CUDA, the
+    CUDA-graph pools) of the points before. Each batch size compiles a graph of its own
+    anyway (shapes are static: the KV cache is a module buffer), and dynamo caps the graphs
+    one function may have at 8 — with fullgraph=True the 9th batch size would fail instead
+    of falling back. The previous point's model outputs must be gone before this runs."""
+    if compiled:
+        import torch
+
+        torch.compiler.reset()
+
+
 def _malloc_trim() -> None:
     """Give freed heap back to the OS (glibc), so the next probe starts from a low RSS."""
     if not sys.platform.startswith("linux"):
@@ -64,7 +76,13 @@ def _malloc_trim() -> None:
 
 
 def do_warmup(ctx: Ctx, step: Callable[[int], None], n: int) -> None:
+    """`n` untimed steps — at least one with --compile: a compiled model's first call
+    compiles it (seconds to minutes), which must never land in the timed loop."""
     from gputui.bench.worker.timing import sync
+
+    if ctx.request.compile and n < 1:
+        n = 1
+        ctx.result.settings["warmup"] = n
 
     for i in range(n):
         ctx.checkpoint()

@@ -28,6 +28,7 @@ from gputui.bench.worker.kinds import register
 from gputui.bench.worker.kinds.flop_count import attach
 from gputui.bench.worker.measure import (
     energy_meter,
+    forget_compiled,
     free_memory,
     loop_throughput,
     peak_memory,
@@ -45,6 +46,12 @@ def model_dtype(precision: str) -> Any:
     import torch
 
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
+
+
+def decode_step(model: Any, tok: Any, pos: Any) -> Any:
+    """One greedy decode step: the model over one token per sequence at `pos`, the argmax
+    of the last position's logits (the next token, left on the device)."""
+    return model(tok, pos, last_only=True).argmax(-1)
 
 
 class Generator:
@@ -78,7 +85,7 @@ class Generator:
                             "on the CPU)")
 
     def _decode(self, tok: Any, pos: Any) -> Any:
-        return self.model(tok, pos, last_only=True).argmax(-1)
+        return decode_step(self.model, tok, pos)
 
     def request(self, mark: Callable[[], None]) -> Any:
         """Generate `new` tokens per sequence; `mark()` at the start and after each token."""
@@ -176,10 +183,15 @@ def run_lm_infer(ctx: Ctx) -> None:
         "sync": "at the end of each request (a request is done when its last token is)",
         "headline": "generated tokens of whole requests (prefill included) / seconds"})
     batches = [int(req.batch_size or 1)]
-    if req.sweep:
+    if req.batch_sizes is not None:
+        batches = list(req.batch_sizes)
+    elif req.sweep:
         batches = [1]
         while batches[-1] * 2 <= SWEEP_MAX[dev.type]:
             batches.append(batches[-1] * 2)
+    # A compiled decode step compiles (and captures its CUDA graph) on its first call.
+    warmup = max(req.warmup or 0, 1 if req.compile else 0)
+    res.settings["warmup"] = warmup
     best: tuple[float, Any, Any] | None = None
     meter = energy_meter(ctx)
     generated, stopped = 0, False
@@ -190,10 +202,10 @@ def run_lm_infer(ctx: Ctx) -> None:
         ctx.checkpoint()
         ctx.current_batch = b
         drop_cache(model)  # the previous point's cache goes before this one is made
+        forget_compiled(req.compile and b != batches[0])
         try:
             g = Generator(model, shape, b, prompt, new, ctx)
-            loop, gaps = run_requests(ctx, g, max(req.warmup or 0, 1 if g.compiled else 0),
-                                      req.steps, req.duration_s,
+            loop, gaps = run_requests(ctx, g, warmup, req.steps, req.duration_s,
                                       meter.start if b == batches[0] else lambda: None)
         except Exception as exc:
             if not req.sweep or b == batches[0] or not is_oom(exc):
@@ -238,6 +250,6 @@ def run_lm_infer(ctx: Ctx) -> None:
         res.extra["peak_bandwidth"] = "none: the peak table has no row for this GPU"
     if stopped:
         res.status = "cancelled"
-    # Forward-only: a third of the training count, at the context the cache spans.
-    attach(ctx, flops.lm_forward_per_token(shape.with_seq_len(prompt + new)), "analytic",
-           formula=flops.GPT_FORWARD_FORMULA)
+    # Forward passes only, the prompt's included: the headline's time holds the prefill.
+    attach(ctx, flops.lm_generate_per_token(shape, prompt, new), "analytic",
+           formula=flops.LM_GENERATE_FORMULA)

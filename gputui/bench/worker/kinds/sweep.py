@@ -10,6 +10,7 @@ from gputui.bench.worker.failures import first_line, is_oom
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.measure import (
     do_warmup,
+    forget_compiled,
     free_memory,
     loop_throughput,
     measure,
@@ -34,7 +35,8 @@ def run_sweep(ctx: Ctx) -> None:
     req, res, dev = ctx.request, ctx.result, ctx.device
     unit, train = ctx.bench.unit, ctx.bench.kind == "train"
     # Training starts at 2: BatchNorm cannot train on one sample with a 1×1 feature map.
-    sizes = sweep_sizes(req.batch_size, 2 if train else 1)
+    sizes = (list(req.batch_sizes) if req.batch_sizes is not None
+             else sweep_sizes(req.batch_size, 2 if train else 1))
     res.extra["sweep_sizes"] = sizes
     res.steps, res.samples = 0, 0
     best: tuple[float, int, stats.Throughput] | None = None
@@ -49,6 +51,7 @@ def run_sweep(ctx: Ctx) -> None:
         wl: Any = None
         step: Any = None
         free_memory(dev)
+        forget_compiled(req.compile)
         try:
             wl = make_workload(req, dev, b)
             step = (TrainStep if train else InferStep)(wl, dev, req.precision,
