@@ -16,11 +16,13 @@ from gputui.telemetry.mig import MigDevice
 
 @dataclass(frozen=True, slots=True)
 class SystemInfo:
-    """The driver's versions: read once when NVML opens."""
+    """The drivers' versions: read once when the sources open. driver, NVML and CUDA are
+    NVIDIA's; amdgpu's is its own (a box may have both)."""
 
     driver_version: str | None = None
     nvml_version: str | None = None
     cuda_driver_version: str | None = None  # "12.4", from NVML's integer 12040
+    amd_driver_version: str | None = None  # the amdgpu module's version, else the kernel's
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,7 @@ class DeviceInfo:
     pcie_gen_max: int | None = None
     pcie_width_max: int | None = None
     temp_mem_max_c: int | None = None  # memory temperature limit, where NVML gives one
+    vendor: str = "nvidia"  # whose GPU: "nvidia" or "amd" (gputui.telemetry.source.VENDORS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
         "driver_version": s.system.driver_version,
         "nvml_version": s.system.nvml_version,
         "cuda_driver_version": s.system.cuda_driver_version,
+        "amd_driver_version": s.system.amd_driver_version,
         "host": {
             "hostname": h.hostname,
             "cpu_pct": h.cpu_pct,
@@ -261,7 +262,9 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
         for i, g in enumerate(d["gpus"]):
             _check(f"gpus[{i}]", g, _INFO_TYPES)
             _check(f"gpus[{i}]", g, _SAMPLE_TYPES)
-            info = DeviceInfo(**{k: g.get(k) for k in _INFO_FIELDS})
+            # Recordings from before AMD GPUs were read: every GPU was NVIDIA's.
+            info = DeviceInfo(**{**{k: g.get(k) for k in _INFO_FIELDS},
+                                 "vendor": g.get("vendor") or "nvidia"})
             sample_kwargs = {k: g.get(k) for k in _SAMPLE_FIELDS}
             # Recordings from before stale readings existed: current values.
             sample_kwargs["stale"] = bool(g.get("stale") or False)
@@ -292,7 +295,7 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
             mono=mono,
             seq=seq,
             system=SystemInfo(d.get("driver_version"), d.get("nvml_version"),
-                              d.get("cuda_driver_version")),
+                              d.get("cuda_driver_version"), d.get("amd_driver_version")),
             host=HostSample(
                 hostname=host.get("hostname", "?"),
                 cpu_pct=host.get("cpu_pct"),
