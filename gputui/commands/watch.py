@@ -7,9 +7,12 @@ import csv
 import io
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
+from types import FrameType
 from typing import IO
 
 from gputui.errors import UsageError
@@ -119,6 +122,10 @@ def _open_output(path: str | None, fmt: str) -> tuple[IO[str], bool]:
     return fh, empty
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     from gputui.notify import cli as notify_cli
     from gputui.telemetry.sampler import Sampler
@@ -154,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
     time.sleep(MIN_CPU_WINDOW_S)
     ticks = 0
     next_at = time.monotonic()
+    # SIGTERM (kill, timeout, systemd) ends a watch as Ctrl-C does, through the cleanup
+    # below: a notification command's process group must not outlive it.
+    on_main = threading.current_thread() is threading.main_thread()  # only it can
+    old_term = signal.signal(signal.SIGTERM, _interrupt) if on_main else None
     try:
         while args.count is None or ticks < args.count:
             snap = sampler.tick()
@@ -172,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a user ends a watch: that is success
     finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if old_term is None else old_term)
         sampler.close()
         if out is not sys.stdout:
             out.close()

@@ -1,5 +1,6 @@
 """The --notify-* flags of `gputui`, `gputui watch` and `gputui export`, merged over
-config.toml's [notify] table (flags win), and the Notifier they make."""
+GPUTUI_NOTIFY_WEBHOOK and config.toml's [notify] table (flags win over the environment,
+the environment over the file), and the Notifier they make."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gputui.notify.settings import KNOWN_KINDS, NotifySettings, check_webhook_url
+from gputui.notify.settings import (
+    KNOWN_KINDS,
+    WEBHOOK_ENV,
+    NotifySettings,
+    check_webhook_url,
+    min_duration_problem,
+)
 
 if TYPE_CHECKING:
     from gputui.notify.notifier import Notifier
@@ -37,18 +44,24 @@ def seconds_or_zero(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
+    why = min_duration_problem(value)
+    if why:
+        raise argparse.ArgumentTypeError(f"{why}: {text!r}")
     return value
 
 
 def add_notify_arguments(parser: argparse.ArgumentParser, *, terminal: bool = False) -> None:
     g = parser.add_argument_group(
         "notifications", "alerts sent as JSON events when they start and end (also set in "
-        "config.toml's [notify] table; flags win)")
+        f"config.toml's [notify] table, webhooks in {WEBHOOK_ENV} too; flags win)")
+    g.add_argument("--notify-webhook-file", action="append", metavar="PATH",
+                   help="POST each event's JSON to the URLs in PATH, one per line (a file "
+                   "only you can read: chmod 600); repeatable; Slack and Mattermost incoming "
+                   f"webhooks show its text. Or set {WEBHOOK_ENV}='URL ...'")
     g.add_argument("--notify-webhook", action="append", type=webhook_url, metavar="URL",
-                   help="POST each event's JSON to URL (repeatable; Slack and Mattermost "
-                   "incoming webhooks show its text)")
+                   help="the same for one URL given here (repeatable); every local user can "
+                   "read a command line, so prefer the file or the environment for a URL "
+                   "that holds a secret")
     g.add_argument("--notify-command", metavar="CMD",
                    help="run CMD through the shell for each event: JSON on standard input, "
                    "GPUTUI_EVENT, GPUTUI_KIND, GPUTUI_GPU, GPUTUI_HOST, GPUTUI_TEXT set")
@@ -76,18 +89,43 @@ def apply_config(args: argparse.Namespace, *, monitor: bool = False) -> NotifySe
     if getattr(args, "theme", "") is None and not os.environ.get("GPUTUI_THEME"):
         args.theme = cfg.theme
     n = cfg.notify
-    webhooks = getattr(args, "notify_webhook", None)
     command = getattr(args, "notify_command", None)
     terminal = getattr(args, "notify_terminal", None)
     min_duration = getattr(args, "notify_min_duration", None)
     kinds = getattr(args, "notify_kinds", None)
     return NotifySettings(
-        webhooks=tuple(webhooks) if webhooks is not None else n.webhooks,
+        webhooks=_webhooks(args, n.webhooks),
         command=command if command is not None else n.command,
         # The terminal sink is the monitor's: a command without the flag ignores it.
         terminal=(terminal if terminal is not None else n.terminal) if monitor else False,
         min_duration_s=min_duration if min_duration is not None else n.min_duration_s,
         kinds=kinds if kinds is not None else n.kinds)
+
+
+def _webhooks(args: argparse.Namespace, from_config: tuple[str, ...]) -> tuple[str, ...]:
+    """The webhooks of the first source that names any: the command line (--notify-webhook
+    and --notify-webhook-file together), then GPUTUI_NOTIFY_WEBHOOK, then config.toml."""
+    import os
+    from pathlib import Path
+
+    from gputui.notify.settings import carries_secret, read_webhooks_file, webhooks_from_env
+
+    given: list[str] = list(getattr(args, "notify_webhook", None) or ())
+    exposed = [url for url in given if carries_secret(url)]
+    if exposed:  # said once, by host: the URL itself is the secret being exposed
+        from gputui.notify.sinks import url_host
+
+        hosts = ", ".join(dict.fromkeys(url_host(url) for url in exposed))
+        stderr_line(f"warning: --notify-webhook shows the URL for {hosts} to every local "
+                    f"user (ps); give it in {WEBHOOK_ENV} or --notify-webhook-file instead")
+    for path in getattr(args, "notify_webhook_file", None) or ():
+        given += read_webhooks_file(Path(path).expanduser())
+    if given:
+        return tuple(given)
+    env = os.environ.get(WEBHOOK_ENV, "")
+    if env.strip():
+        return webhooks_from_env(env)
+    return from_config
 
 
 def stderr_line(line: str) -> None:
@@ -100,9 +138,11 @@ def make_notifier(settings: NotifySettings,
     None when nothing is to be notified."""
     if not settings.any_sink:
         return None
+    from gputui.notify.command import CommandSink
     from gputui.notify.events import EventTracker
     from gputui.notify.notifier import Notifier
-    from gputui.notify.sinks import CommandSink, Sink, WebhookSink
+    from gputui.notify.sinks import Sink
+    from gputui.notify.webhook import WebhookSink
 
     sinks: list[Sink] = [WebhookSink(url) for url in settings.webhooks]
     if settings.command:
