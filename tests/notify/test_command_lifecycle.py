@@ -85,6 +85,29 @@ def test_watch_ending_ends_the_commands_process_group(
         psutil.STATUS_ZOMBIE
 
 
+def test_watch_on_sigterm_ends_like_ctrl_c_and_ends_the_group(
+        cli_env, fake_nvml_lib: FakeNvmlLib, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gputui.notify.notifier.DRAIN_S", 0.2)
+    before = signal.getsignal(signal.SIGTERM)
+
+    def terminate_once_started() -> None:
+        started(tmp_path)  # the watch loop (and its SIGTERM handler) is running
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=terminate_once_started)
+    killer.start()
+    result = cli_env(["watch", "--interval", "0.1", "--format", "jsonl", "--notify-command",
+                      SPAWN.format(d=tmp_path)],
+                     no_config(fake_nvml_lib.env(throttling(tmp_path)), tmp_path))
+    killer.join()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout  # its rows were written before it ended
+    pgid, _child = started(tmp_path, timeout=0)
+    assert live_members(pgid) == []
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler it set is gone
+
+
 def test_export_on_sigterm_ends_the_commands_process_group(
         cli_env, fake_nvml_lib: FakeNvmlLib, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
