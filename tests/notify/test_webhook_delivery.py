@@ -113,8 +113,8 @@ def test_closing_ends_a_post_in_flight_at_once(silent: Silent) -> None:
     stats = notifier.close(drain_s=0)
     # The worker gave up the POST (its connection shut) rather than wait 600 s: it has
     # ended, and the event is counted as not delivered.
-    assert [t for t in threading.enumerate() if t.name.startswith("gputui-notify-webhook")] \
-        == []
+    worker = f"gputui-notify-webhook 127.0.0.1:{silent.port}"
+    assert [t for t in threading.enumerate() if t.name == worker] == []
     assert time.monotonic() - started < 60  # a hang guard, not a timing claim
     assert stats[0].undelivered == 1
 
