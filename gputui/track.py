@@ -7,14 +7,26 @@
         track.step(samples=len(batch), tokens=n_tokens)   # once per optimizer step
 
 The figures travel through one small fixed-size file per process in the user's runtime
-directory (`<user runtime dir>/jobs/<pid>.job`, the directory mode 0700), written in place
-through a shared memory map: a step is one `struct.pack_into` into a ring of the last
-RING_SLOTS steps, no system call. The monitor reads the files (gputui.telemetry.jobs).
+directory (`<user runtime dir>/jobs/<pid>.job`, the directory mode 0700). A step is one
+`os.pwrite` of one slot of a ring of the last RING_SLOTS steps. The monitor reads the
+files (gputui.telemetry.jobs).
 
 A training job never fails because of gputui: nothing here raises, blocks or grows, and
 when the directory is missing, full or read-only reporting is off for this process (the
 job goes on). Only the standard library is imported, and the directory is found (with
 platformdirs) on the first call, not at import.
+
+Why pwrite and not a shared memory map: a store into a mapped page past the end of the
+file raises SIGBUS, which kills the job (Python cannot catch it), and anyone who can write
+the file can truncate it. A pwrite past the end only extends the file, and one that fails
+(a full file system) turns reporting off.
+
+Threads: `step` and `start` may be called from several threads of one process (a training
+loop, a logging thread, a callback): a lock per process holds for the slot's arithmetic
+and its pwrite, so every step is counted once and slots are written in step order. Forks:
+a child made by fork() — os.fork, or C code's fork() that runs no Python fork handler —
+is noticed by its PID on its next call and never writes into its parent's file; it gets
+a file of its own if it reports.
 
 The file (little-endian):
     header, HEADER_SIZE bytes: magic, version, pid, start (monotonic s), start (epoch s),
@@ -32,8 +44,9 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,6 +64,9 @@ NAME_OFFSET = 32  # where the name sits in the header (after magic, version, pid
 CVD_UNSET = b"\x00"
 JOB_SUFFIX = ".job"
 TMP_SUFFIX = ".tmp"
+
+_getpid = os.getpid
+_pwrite = os.pwrite
 
 
 def jobs_dir() -> str:
@@ -107,6 +123,46 @@ def _default_name() -> str:
     return os.path.basename(argv0) or "python"
 
 
+class _State:
+    """One process's reporting: its file, its counts and the lock over both. A forked
+    child makes a new one: the parent's lock may have been held, at the fork, by a
+    thread the child does not have."""
+
+    __slots__ = ("children", "fd", "ino", "lock", "off", "path", "pid", "samples",
+                 "step_no", "tokens")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.lock = threading.Lock()
+        self.fd = -1  # the job file, open while reporting
+        self.ino = 0
+        self.path: str | None = None
+        self.off = False  # reporting failed or was closed: stay off, cheaply
+        self.step_no = 0
+        self.samples = 0
+        self.tokens = 0
+        self.children: dict[int, _State] = {}  # see Tracker._after_fork
+
+    def stop(self, *, remove: bool) -> None:
+        """Reporting off for good; the file removed when `remove` and still ours (not
+        one put in its place since)."""
+        self.off = True
+        fd, self.fd = self.fd, -1
+        path, self.path = self.path, None
+        if fd < 0:
+            return
+        if remove and path is not None:
+            try:
+                if os.stat(path, follow_symlinks=False).st_ino == self.ino:
+                    os.unlink(path)
+            except OSError:
+                pass
+        try:
+            os.close(fd)  # releases the lock
+        except OSError:
+            pass
+
+
 class Tracker:
     """One process's reporting (module-level functions use a single instance).
 
@@ -115,108 +171,129 @@ class Tracker:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._mm: Any = None  # the mmap while reporting
-        self._fd = -1
-        self._path: str | None = None
-        self._off = False  # reporting failed once: stay off, cheaply
         self._name: str | None = None
-        self.step_no = 0
-        self.samples = 0
-        self.tokens = 0
+        self._st = _State(_getpid())
+
+    @property
+    def step_no(self) -> int:
+        return self._st.step_no
+
+    @property
+    def samples(self) -> int:
+        return self._st.samples
+
+    @property
+    def tokens(self) -> int:
+        return self._st.tokens
 
     # --- the calls a training loop makes -------------------------------------------------
 
     def start(self, name: str | None = None) -> None:
         """Name the job (default: the script's name); optional, never raises."""
         try:
-            if name is not None:
-                self._name = str(name)
-            if self._mm is None and not self._off:
-                self._open()
-            elif self._mm is not None and name is not None:
-                self._mm[NAME_OFFSET:NAME_OFFSET + NAME_BYTES] = _text(
-                    self._name or "", NAME_BYTES).ljust(NAME_BYTES, b"\x00")
+            st = self._st
+            if st.pid != _getpid():
+                st = self._after_fork(st, _getpid())
+            with st.lock:
+                if name is not None:
+                    self._name = str(name)
+                if st.fd < 0:
+                    if not st.off:
+                        self._open(st)
+                elif name is not None:
+                    self._write(st, _text(self._name or "", NAME_BYTES).ljust(
+                        NAME_BYTES, b"\x00"), NAME_OFFSET)
         except Exception:
             pass
 
     def step(self, samples: int = 0, tokens: int = 0) -> None:
         """One optimizer step done, with `samples` (and `tokens`) processed in it."""
         try:
-            mm = self._mm
-            if mm is None:
-                if self._off:
-                    return
-                self._open()
-                mm = self._mm
-                if mm is None:
-                    return
+            st = self._st
+            if st.pid != _getpid():  # a forked child (getpid: one system call, ~0.1 µs)
+                st = self._after_fork(st, _getpid())
+            if st.off:
+                return
             k = int(samples)
             m = int(tokens)
             if k < 0 or m < 0:
                 return
-            n = self.step_no + 1
-            s = self.samples + k
-            t = self.tokens + m
-            SLOT.pack_into(mm, HEADER_SIZE + (n % RING_SLOTS) * SLOT.size,
-                           n, n, self._clock(), s, t, n)
-            # Counted only once written: a value the file cannot hold changes nothing.
-            self.step_no = n
-            self.samples = s
-            self.tokens = t
+            with st.lock:
+                if st.fd < 0 and (st.off or not self._open(st)):
+                    return
+                n = st.step_no + 1
+                s = st.samples + k
+                t = st.tokens + m
+                # The clock is read under the lock: end times rise with the step numbers.
+                slot = SLOT.pack(n, n, self._clock(), s, t, n)
+                if self._write(st, slot, HEADER_SIZE + (n % RING_SLOTS) * SLOT.size):
+                    # Counted only once written: a value the file cannot hold changes nothing.
+                    st.step_no = n
+                    st.samples = s
+                    st.tokens = t
         except Exception:
             pass
 
     def close(self) -> None:
         """Stop reporting and remove the file (at exit)."""
-        mm, self._mm = self._mm, None
-        path, self._path = self._path, None
         try:
-            if path is not None:
-                os.unlink(path)
-        except OSError:
-            pass
-        try:
-            if mm is not None:
-                mm.close()
+            st = self._st
+            if st.pid != _getpid():
+                # A child of fork() that never reported: the file is its parent's.
+                st = self._after_fork(st, _getpid())
+            with st.lock:
+                st.stop(remove=True)
         except Exception:
             pass
-        if self._fd >= 0:
-            try:
-                os.close(self._fd)  # releases the lock
-            except OSError:
-                pass
-            self._fd = -1
 
     def forget(self) -> None:
-        """In a forked child: drop the parent's file (without removing it) and start
-        over with a file of its own if it reports."""
+        """In a forked child (os.fork's handler): drop the parent's file (without
+        removing it) and start over with a file of its own if it reports."""
         try:
-            if self._mm is not None:
-                self._mm.close()
+            st = self._st
+            if st.pid != _getpid():
+                self._after_fork(st, _getpid())
         except Exception:
             pass
-        if self._fd >= 0:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
-        self.__init__(self._clock)  # type: ignore[misc]
 
     # --- the file ------------------------------------------------------------------------
 
-    def _open(self) -> None:
-        """Create, fill, lock and publish this process's file; on any failure, report
-        nothing from now on. The whole file is written with write() before it is mapped,
-        so the mapping never needs a page the file system could refuse (a full tmpfs
-        would otherwise kill the job with SIGBUS on a later step)."""
-        self._off = True  # until it worked
+    def _after_fork(self, st: _State, pid: int) -> _State:
+        """The new state of a child made by fork(): the parent's descriptor closed (its
+        file is never written or removed here), counts from zero, a new lock. Only one
+        thread of the child may close that descriptor and set the new state: the first
+        to `setdefault` its state in the inherited one's `children` (atomic in CPython)
+        does, and every other thread takes that same state."""
+        fresh = _State(pid)
+        won = st.children.setdefault(pid, fresh)
+        if won is fresh:
+            st.stop(remove=False)  # this process's copy of the state: the parent's is intact
+            self._st = fresh
+        return won
+
+    @staticmethod
+    def _write(st: _State, data: bytes, offset: int) -> bool:
+        """One pwrite into the job file; any failure turns reporting off for good (a full
+        file system, an I/O error) and removes the file."""
+        try:
+            if _pwrite(st.fd, data, offset) == len(data):
+                return True
+        except OSError:
+            pass
+        st.stop(remove=True)
+        return False
+
+    def _open(self, st: _State) -> bool:
+        """Create, fill, lock and publish this process's file (under `st.lock`); on any
+        failure, report nothing from now on. The whole file is written up front, so a
+        step's pwrite never needs a block the file system could refuse."""
+        st.off = True  # until it worked
         import fcntl
-        import mmap
 
         directory = jobs_dir()
         if not private_dir(directory, create=True):
-            return
-        pid = os.getpid()
+            return False
+        pid = st.pid
         final = os.path.join(directory, f"{pid}{JOB_SUFFIX}")
         tmp = os.path.join(directory, f"{pid}.{time.monotonic_ns()}{TMP_SUFFIX}")
         fd = -1
@@ -230,7 +307,7 @@ class Tracker:
             data = header.ljust(FILE_SIZE, b"\x00")
             if os.write(fd, data) != len(data):
                 raise OSError("short write")
-            mm = mmap.mmap(fd, FILE_SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            ino = os.fstat(fd).st_ino
             os.rename(tmp, final)
         except Exception:
             try:
@@ -239,9 +316,10 @@ class Tracker:
                 pass
             if fd >= 0:
                 os.close(fd)
-            return
-        self._fd, self._mm, self._path = fd, mm, final
-        self._off = False
+            return False
+        st.fd, st.ino, st.path = fd, ino, final
+        st.off = False
+        return True
 
 
 _TRACKER = Tracker()
@@ -250,7 +328,7 @@ _TRACKER = Tracker()
 # The bound methods themselves (not wrappers): one Python call less per step.
 # start(name=None): name this job in the monitor (optional; default: the script's name).
 start = _TRACKER.start
-# step(samples=0, tokens=0): call once per optimizer step; never raises or blocks.
+# step(samples=0, tokens=0): call once per optimizer step; never raises; thread-safe.
 step = _TRACKER.step
 
 

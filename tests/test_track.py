@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -276,6 +277,103 @@ def test_a_forked_child_reports_in_its_own_file(runtime: Path) -> None:
         proc.stdin.flush()
         assert proc.stdout.readline().strip() == "parent still reporting"
         assert [j.pid for j in JobSource().read()] == [proc.pid]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("fork", ["os.fork()", "ctypes.CDLL(None).fork()"],
+                         ids=["os.fork", "C fork"])
+def test_a_forked_child_never_writes_into_its_parents_file(runtime: Path, fork: str) -> None:
+    """A child of C code's fork() runs no Python fork handler: it is known by its PID."""
+    code = FORKING_JOB.replace("import os, sys", "import ctypes, os, sys").replace(
+        "os.fork()", fork)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=job_env(runtime))
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        child = int(proc.stdout.readline())
+        jobs = {j.pid: j for j in JobSource().read()}
+        assert (jobs[proc.pid].step, jobs[proc.pid].samples) == (3, 12)
+        assert (jobs[child].step, jobs[child].samples) == (5, 5)
+        proc.stdin.write("\n")  # the child exits (its atexit runs), then the parent goes on
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "parent still reporting"
+        (job,) = JobSource().read()
+        assert (job.pid, job.step, job.samples) == (proc.pid, 3, 12)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_steps_from_eight_threads_are_each_counted_once(runtime: Path) -> None:
+    t = track.Tracker()
+    t.start(name="threads")
+    threads, half = 8, 1500
+    total = threads * 2 * half
+    go, paused, resume = (threading.Barrier(threads + 1) for _ in range(3))
+
+    def report() -> None:
+        go.wait()
+        for _ in range(half):
+            t.step(samples=2, tokens=3)
+        paused.wait()  # halfway: the test reads a still file
+        resume.wait()
+        for _ in range(half):
+            t.step(samples=2, tokens=3)
+
+    workers = [threading.Thread(target=report) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    path = jobs_dir(runtime) / f"{os.getpid()}.job"
+    try:
+        go.wait()
+        paused.wait()
+        source = JobSource()
+        (job,) = source.read()
+        assert (job.step, job.samples, job.tokens) == (total // 2, total, 3 * total // 2)
+        resume.wait()
+        seen = [job.step]
+        while any(w.is_alive() for w in workers):
+            ring = parse_steps(path.read_bytes())  # the file as a fresh monitor sees it
+            assert ring[-1][0] >= seen[-1]  # (step, end, samples, tokens)
+            seen.append(ring[-1][0])
+        for w in workers:
+            w.join()
+        (job,) = source.read()
+        assert (job.step, job.samples, job.tokens) == (total, 2 * total, 3 * total)
+        # Each slot in step order: the ring's end times rise with its steps.
+        ends = [p[1] for p in parse_steps(path.read_bytes())]
+        assert len(ends) == track.RING_SLOTS and ends == sorted(ends)
+    finally:
+        t.close()
+
+
+def test_a_job_whose_file_is_truncated_then_removed_runs_to_its_end(runtime: Path) -> None:
+    proc = subprocess.Popen([sys.executable, str(FAKE_JOB), "--driven", "--step-s", "0.125"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=job_env(runtime))
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def steps_until(t: float) -> None:
+        proc.stdin.write(f"{t!r}\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        assert proc.stdout.readline().strip() == f"at {t!r}"  # type: ignore[union-attr]
+
+    try:
+        proc.stdin.write(f"{time.monotonic()}\n")
+        steps_until(1.0)
+        path = jobs_dir(runtime) / f"{proc.pid}.job"
+        assert [j.step for j in JobSource().read()] == [8]
+        os.truncate(path, 0)
+        steps_until(2.0)  # a shared memory map died here of SIGBUS
+        assert JobSource().read() == ()  # no longer a job file: not shown, not fatal
+        path.unlink()
+        steps_until(3.0)
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        assert proc.stderr is not None and proc.stderr.read() == ""
+        assert list(jobs_dir(runtime).iterdir()) == []
     finally:
         proc.kill()
         proc.wait()

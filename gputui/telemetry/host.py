@@ -79,17 +79,31 @@ class HostSource:
         self._containers = ContainerNames()
 
     def read(self) -> HostSample:
-        mem_used, mem_total = _memory()
+        # Each figure is read from /proc on its own: one that cannot be read this tick
+        # (too many open files, say) is None, and the tick goes on.
+        mem_used: int | None
+        mem_total: int | None
+        try:
+            mem_used, mem_total = _memory()
+        except OSError:
+            mem_used, mem_total = None, None
         now = self._clock()
         if self._swap is None or now - self._swap[0] >= SWAP_EVERY_S:
-            sw = psutil.swap_memory()
-            self._swap = (now, int(sw.used), int(sw.total))
-        _, swap_used, swap_total = self._swap
+            try:
+                sw = psutil.swap_memory()
+                self._swap = (now, int(sw.used), int(sw.total))
+            except OSError:
+                pass
+        swap_used, swap_total = self._swap[1:] if self._swap is not None else (None, None)
         try:
             load = tuple(round(x, 2) for x in psutil.getloadavg())
         except OSError:
             load = None
-        cpu, per_core = self._cpu.percent()
+        cpu: float | None
+        try:
+            cpu, per_core = self._cpu.percent()
+        except OSError:
+            cpu, per_core = None, ()
         if self._primed_at is not None:
             # Right after priming the delta covers a few ms and reads as a made-up 0 %.
             if now - self._primed_at < MIN_CPU_WINDOW_S:
@@ -161,6 +175,8 @@ class HostSource:
                 out.append(replace(p, user=_safe(proc.username) if proc else None))
                 if proc is not None:
                     alive[p.pid] = proc
+            except OSError:  # /proc unreadable this tick (too many open files): NVML's facts
+                out.append(p)
             described[p.pid] = out[-1]
         self._procs = alive
         self._facts = facts
