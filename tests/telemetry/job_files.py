@@ -51,14 +51,14 @@ def hold_job(directory: Path, pid: int, data: bytes) -> int:
     return fd
 
 
-def hold_many(directory: Path, n: int, last_end: float) -> list[int]:
-    """n live healthy jobs (PIDs FIRST_PID...), the lock of each held by this process:
-    the file-descriptor limit is raised to its hard limit first."""
+def hold_many(directory: Path, n: int, last_end: float, steps: int = 20) -> list[int]:
+    """n live healthy jobs (PIDs FIRST_PID...) of `steps` steps each, the lock of each
+    held by this process: the file-descriptor limit is raised to its hard limit first."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < n + 64:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    steps = healthy_steps(last_end)
-    return [hold_job(directory, FIRST_PID + i, job_bytes(FIRST_PID + i, f"job-{i}", steps))
+    ring = healthy_steps(last_end, steps)
+    return [hold_job(directory, FIRST_PID + i, job_bytes(FIRST_PID + i, f"job-{i}", ring))
             for i in range(n)]
 
 

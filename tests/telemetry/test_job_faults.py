@@ -135,23 +135,26 @@ def many_jobs(runtime: Path) -> Iterator[int]:
         holder.wait(timeout=30)
 
 
-def run_limited(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gputui", *args], env=env,
-                          capture_output=True, text=True, timeout=120,
-                          preexec_fn=_limit_descriptors)
+def start_limited(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "gputui", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_limit_descriptors)
 
 
 def test_more_jobs_than_descriptors_are_all_shown_and_watch_runs_on(
         many_jobs: int, runtime: Path, fake_nvml_lib: FakeNvmlLib) -> None:
     env = fake_nvml_lib.env(scenario_path("two_gpus"))
     env.update(XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(ROOT))
-    watch = run_limited(["watch", "--count", "2", "--interval", "0.1", "--format", "jsonl"],
-                        env)
-    assert watch.returncode == 0, watch.stderr
-    assert watch.stderr == "" and len(watch.stdout.splitlines()) == 4
-    snap = run_limited(["snapshot", "--json"], env)
-    assert snap.returncode == 0, snap.stderr
-    jobs = json.loads(snap.stdout)["jobs"]
+    # Both at once: two processes on two cores.
+    watch = start_limited(["watch", "--count", "2", "--interval", "0.1", "--format",
+                           "jsonl"], env)
+    snap = start_limited(["snapshot", "--json"], env)
+    watch_out, watch_err = watch.communicate(timeout=120)
+    snap_out, snap_err = snap.communicate(timeout=120)
+    assert watch.returncode == 0, watch_err
+    assert watch_err == "" and len(watch_out.splitlines()) == 4  # 2 ticks × 2 GPUs
+    assert snap.returncode == 0, snap_err
+    jobs = json.loads(snap_out)["jobs"]
     assert len(jobs) == many_jobs and len({j["pid"] for j in jobs}) == many_jobs
 
 
@@ -192,3 +195,13 @@ def test_watch_goes_on_when_the_host_figures_cannot_be_read(
     memory = [r["host_mem_used_bytes"] for r in rows if r["gpu"] == 0]
     assert calls[0] == 3 and len(memory) == 3
     assert memory[0] > 0 and memory[1] is None and memory[2] > 0
+
+
+def test_the_many_jobs_benchmark_reports_its_figures() -> None:
+    """benchmarks/many_jobs.py runs (5,000 jobs' figures are measured there, not here)."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "many_jobs.py"), "--jobs",
+                          "30", "--ticks", "2", "--watch-ticks", "0", "--json"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    report = json.loads(out.stdout)
+    assert report["jobs"] == 30 and report["read"]["descriptors_held"] == 0
+    assert report["read"]["cpu_ms_median"] > 0
