@@ -133,7 +133,9 @@ class _State:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.lock = threading.Lock()
+        # Reentrant: a step reported from a signal handler that interrupts a step of the
+        # same thread must not wait forever for itself (it may share that step's number).
+        self.lock = threading.RLock()
         self.fd = -1  # the job file, open while reporting
         self.ino = 0
         self.path: str | None = None

@@ -378,3 +378,34 @@ def test_a_job_whose_file_is_truncated_then_removed_runs_to_its_end(runtime: Pat
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.timeout(10)  # a lock that waits for itself would hang here
+def test_a_step_from_a_signal_handler_inside_a_step_never_hangs(runtime: Path) -> None:
+    """A signal handler that runs while its thread is inside a step (here: in the clock,
+    which is read under the reporting lock) reports too, and both return."""
+    armed, seen_by_handler = [False], []
+
+    def clock() -> float:
+        if armed[0]:
+            armed[0] = False
+            signal.raise_signal(signal.SIGUSR1)  # its handler runs here, mid-step
+        return time.monotonic()
+
+    def handler(*_: object) -> None:
+        seen_by_handler.append(t.step_no)
+        t.step(samples=1)
+
+    t = track.Tracker(clock=clock)
+    t.start(name="signalled")  # the file is made (the clock read once)
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        armed[0] = True
+        t.step(samples=1)
+        t.step(samples=1)
+        (job,) = JobSource().read()
+        # The handler ran inside step 1 (not yet counted); its step shares that number.
+        assert seen_by_handler == [0] and (job.step, job.samples) == (2, 2)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+        t.close()
