@@ -20,7 +20,9 @@ import psutil
 import pytest
 
 from gputui.telemetry import jobs as jobs_module
+from gputui.telemetry.host import HostSource
 from gputui.telemetry.jobs import JobSource
+from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.sampler import Sampler
 from gputui.ui.app import GputuiApp
 from gputui.ui.options import AppOptions
@@ -195,6 +197,21 @@ def test_watch_goes_on_when_the_host_figures_cannot_be_read(
     memory = [r["host_mem_used_bytes"] for r in rows if r["gpu"] == 0]
     assert calls[0] == 3 and len(memory) == 3
     assert memory[0] > 0 and memory[1] is None and memory[2] > 0
+
+
+def test_a_gpu_process_proc_cannot_describe_keeps_nvmls_facts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    host = HostSource()
+    me = GpuProcess(gpu_index=0, pid=os.getpid(), gpu_mem_bytes=2**30)
+
+    def no_descriptors(_pid: int) -> psutil.Process:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(psutil, "Process", no_descriptors)
+    assert host.describe((me,)) == (me,)
+    monkeypatch.undo()
+    (described,) = host.describe((me,))  # and the next tick describes it
+    assert described.pid == me.pid and described.command and described.rss_bytes
 
 
 def test_the_many_jobs_benchmark_reports_its_figures() -> None:
