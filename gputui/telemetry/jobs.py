@@ -42,8 +42,9 @@ KEEP_EVERY_S = WINDOW_S / 100
 TMP_MAX_AGE_S = 60.0  # an unpublished file older than this was left by a crash
 # A step's end is CLOCK_MONOTONIC seconds (since boot): beyond this (~31 years) it is damage.
 MAX_MONO_S = 1e9
-# A file that cannot be opened or read for one of these is there, the process is short of
-# descriptors or memory: the job keeps its last reading rather than seeming to exit.
+# A job file that cannot be opened or read for one of these reasons is still there; this
+# process is short of descriptors or memory: the job keeps its last reading rather than
+# seeming to exit.
 TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
 
 
