@@ -95,11 +95,12 @@ class _One(Collector):
 
 
 @contextlib.contextmanager
-def serving(**kw: Any) -> Iterator[MetricsServer]:
-    """A MetricsServer in this process on 127.0.0.1 (a free port) serving `test_value 42.0`;
-    `kw` goes to MetricsServer. Nothing a client does may be reported as the server's error."""
+def serving(collector: Collector | None = None, **kw: Any) -> Iterator[MetricsServer]:
+    """A MetricsServer in this process on 127.0.0.1 (a free port) serving `collector`'s
+    metrics (default `test_value 42.0`); `kw` goes to MetricsServer. Nothing a client does
+    may be reported as the server's error."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_One())
+    registry.register(collector or _One())
     errors: list[str] = []
     server = MetricsServer(ListenAddress(LOOPBACK, 0), registry, on_error=errors.append, **kw)
     t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -204,7 +205,9 @@ class LoopbackHttpServer:
         self.server = http.server.ThreadingHTTPServer((LOOPBACK, 0), handler)
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll: close() waits for it, and tests close several servers each.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                       daemon=True)
         self.thread.start()
 
     @property
