@@ -78,7 +78,10 @@ class BindError(Exception):
 
 
 def _bind(addr: ListenAddress) -> socket.socket:
-    sock = socket.socket(addr.family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets that
+    # say they are TCP. With Nagle on, a TLS answer waited ~40 ms behind the session
+    # tickets sent just before it (the client delays its ACK).
+    sock = socket.socket(addr.family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         # As http.server does: a restarted exporter can take its port back at once.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -210,3 +210,16 @@ def test_a_client_that_never_starts_its_handshake_is_hung_up_on(tmp_path: Path) 
         with socket.create_connection((LOOPBACK, server.port), 10) as s:
             assert s.recv(100) == b""  # closed by the server (10 s is the test's own limit)
         assert status(f"https://{LOOPBACK}:{server.port}/metrics", opener(None))[0] == 200
+
+
+def test_answers_are_sent_without_waiting_for_acks(tmp_path: Path) -> None:
+    """Nagle's algorithm off on every connection: with it, a TLS answer waited ~40 ms
+    behind the session tickets sent just before it (the client delays its ACK)."""
+    with serving(web=_tls_server_config(tmp_path), read_timeout_s=30) as server, \
+            socket.create_connection((LOOPBACK, server.port), 10) as raw, \
+            client_context().wrap_socket(raw, server_hostname=LOOPBACK) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\n")  # the rest of the request never comes
+        wait_for(lambda: server.open_connections == 1, 10, "the connection to be accepted")
+        (writer,) = server._conns
+        sock = writer.get_extra_info("socket")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
