@@ -41,10 +41,26 @@ def _error(lineno: int, what: str) -> YamlSubsetError:
 
 
 def _strip_comment(text: str) -> str:
-    """`text` without a trailing ` # comment` (a # only starts one after a space)."""
-    for i, ch in enumerate(text):
-        if ch == "#" and (i == 0 or text[i - 1] in " \t"):
+    """`text` without a trailing ` # comment`: a # starts one at the line's start or after
+    a space, outside a quoted key or value (quotes count only where a key or a value
+    starts, as the reader accepts them)."""
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if quote == '"' and ch == "\\":
+                i += 1  # the escaped character cannot end the quote
+            elif ch == quote and quote == "'" and text[i + 1:i + 2] == "'":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"" and (i == 0 or (text[i - 1] in " \t"
+                                          and text[:i].rstrip(" \t").endswith(":"))):
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1] in " \t"):
             return text[:i].rstrip()
+        i += 1
     return text.rstrip()
 
 

@@ -22,7 +22,8 @@ http_server_config:
   http2: false
   headers:
     X-Frame-Options: 'deny'
-    Content-Security-Policy: "default-src 'self'"
+    Content-Security-Policy: "default-src 'self' # not a comment"  # a comment
+    Strict-Transport-Security: max-age=1 'x # y'  # plain, with a quote inside
     X-XSS-Protection:
 
 basic_auth_users:
