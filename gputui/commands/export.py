@@ -1,8 +1,8 @@
 """`gputui export`: serve dcgm-exporter-compatible Prometheus metrics on /metrics.
 
 Exit codes: 0 after Ctrl-C or SIGTERM; 2 for a malformed --listen address (or one
-that is not an address of this machine); 1 when the port is already in use or the
-socket cannot be opened for another reason.
+that is not an address of this machine) or a --web.config.file that cannot be used; 1 when
+the port is already in use or the socket cannot be opened for another reason.
 """
 
 from __future__ import annotations
@@ -11,9 +11,14 @@ import argparse
 import signal
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from gputui.errors import GputuiError, UsageError
+
+if TYPE_CHECKING:
+    from gputui.fleet.web_config import WebConfig
 
 
 def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
@@ -32,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
                    "minimum 0.1)")
     p.add_argument("--hostname", metavar="NAME",
                    help="value of the hostname label (default: this machine's host name)")
+    p.add_argument("--web.config.file", dest="web_config_file", default="", metavar="FILE",
+                   help="TLS and basic auth, in the web configuration format of node_exporter "
+                   "(YAML: tls_server_config with cert_file and key_file, basic_auth_users "
+                   "with bcrypt hashes); see docs/exporter-and-fleet.md")
     p.add_argument("--legacy-hostname-label", action="store_true",
                    help="name the host label 'Hostname', as dcgm-exporter did before May "
                    "2026 (for dashboards built on it); default 'hostname'")
@@ -57,10 +66,11 @@ def run(args: argparse.Namespace) -> int:
         check_local(addr)
     except ListenAddressError as exc:
         raise UsageError(str(exc)) from None
+    web = load_web_config(args.web_config_file)
     registry = CollectorRegistry(auto_describe=False)
     # Bind before opening NVML so a busy port fails at once, without touching the driver.
     try:
-        server = MetricsServer(addr, registry)
+        server = MetricsServer(addr, registry, web=web)
     except BindError as exc:
         raise (UsageError(str(exc)) if exc.usage else GputuiError(str(exc))) from None
 
@@ -101,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
         serve = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
                                  name="gputui-export-http", daemon=True)
         serve.start()
-        print(f"gputui: serving metrics on {addr.url(server.port)}", flush=True)
+        auth = " (basic auth)" if web is not None and web.users else ""
+        print(f"gputui: serving metrics on "
+              f"{addr.url(server.port, tls=web is not None and web.tls is not None)}{auth}",
+              flush=True)
         # A timed wait keeps the main thread responsive to signals on every platform.
         while not stop.wait(0.5):
             pass
@@ -115,3 +128,19 @@ def run(args: argparse.Namespace) -> int:
             sampler.close()
         notify_cli.finish(notifier)
     return 0
+
+
+def load_web_config(name: str) -> WebConfig | None:
+    """--web.config.file's settings, checked whole before anything listens; None when
+    not given ("" too, as node_exporter reads an empty value)."""
+    if not name:
+        return None
+    from gputui.fleet import web_config
+    from gputui.safe_text import printable
+
+    try:
+        return web_config.load(Path(name))
+    except web_config.BcryptMissing as exc:  # an installation problem, not bad usage
+        raise GputuiError(printable(f"web config {name}: {exc}")) from None
+    except web_config.WebConfigError as exc:
+        raise UsageError(printable(f"web config {name}: {exc}")) from None
