@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,16 @@ def test_a_device_read_before_it_opens_says_so(tmp_path: Path) -> None:
     s, procs = src.read_device(0, slow=True, processes=True)
     assert s.error == "not opened yet" and procs == ()
     assert src.devices[0].pci_bus_id == "00000000:C1:00.0"
+
+
+def test_no_file_is_kept_open_between_ticks(tmp_path: Path) -> None:
+    host = FakeHost(tmp_path)
+    mi300x(host, 0)
+    rx7900xtx(host, 1)
+    host.drm_client(4242, fd=5, pdev="0000:c1:00.0", client_id=7, vram="1 MiB", gfx_ns=0)
+    src = opened(host)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        for i in range(2):
+            src.read_device(i, slow=True, processes=True)
+    assert len(os.listdir("/proc/self/fd")) == before
