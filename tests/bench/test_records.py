@@ -165,3 +165,13 @@ def test_worker_link_reads_clocks_of_its_own_gpu_only(fake_nvml) -> None:
         assert fake_nvml.count_for("nvmlDeviceGetClockInfo") - before == 2
     finally:
         link.close()
+
+
+def test_a_rocm_build_of_torch_records_its_hip_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gputui.bench.worker.environment import collect_env
+
+    assert collect_env(CPU, None)["hip_version"] == torch.version.hip  # None on this build
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133-dd7f95766", raising=False)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    env = collect_env(CPU, None)
+    assert (env["hip_version"], env["cuda"]) == ("6.2.41133-dd7f95766", None)

@@ -75,6 +75,9 @@ def collect_env(device: torch.device, link: NvmlLink | None) -> dict[str, Any]:
         "torch": torch.__version__,
         "torchvision": torchvision_version(),
         "cuda": torch.version.cuda,
+        # A ROCm build of torch runs through torch.cuda too; its HIP version says which
+        # stack did (None on CUDA and CPU builds).
+        "hip_version": getattr(torch.version, "hip", None),
         "cudnn": cudnn,
         "driver": None,
         "device": str(device),
