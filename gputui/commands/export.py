@@ -44,15 +44,18 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--legacy-hostname-label", action="store_true",
                    help="name the host label 'Hostname', as dcgm-exporter did before May "
                    "2026 (for dashboards built on it); default 'hostname'")
+    from gputui.commands.paths import add_path_arguments
     from gputui.notify.cli import add_notify_arguments
 
     add_notify_arguments(p)
+    add_path_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from prometheus_client.registry import CollectorRegistry
 
+    from gputui.commands.paths import kernel_paths
     from gputui.fleet import metric_names as mn
     from gputui.fleet.exporter import SnapshotCollector, ThrottleAccounting
     from gputui.fleet.listen import ListenAddressError, check_local, parse_listen
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from gputui.telemetry.sampler import Sampler
 
     settings = notify_cli.apply_config(args)  # config.toml under the flags
+    paths = kernel_paths(args)
     try:
         addr = parse_listen(args.listen)
         check_local(addr)
@@ -88,16 +92,19 @@ def run(args: argparse.Namespace) -> int:
         # Devices are opened and read on their own threads with a deadline: a GPU hung
         # at start or mid-run is served as stale while the others (and /metrics, and
         # the signal handlers) go on. A driver hung in init gives up on SIGTERM/SIGINT.
-        sampler = Sampler.open(interval=args.interval, cancel=stop)
+        sampler = Sampler.open(interval=args.interval, cancel=stop, sysfs=paths.sysfs,
+                               procfs=paths.procfs)
         if stop.is_set():
             return 0
-        if sampler.nvml_error:
-            print(f"gputui: no GPU data, serving host metrics only: {sampler.nvml_error}",
+        # No GPU source at all: host metrics only (an AMD box without NVML has GPUs).
+        no_gpus = sampler.nvml_error if sampler.source is None else None
+        if no_gpus:
+            print(f"gputui: no GPU data, serving host metrics only: {no_gpus}",
                   file=sys.stderr)
         collector: SnapshotCollector
         accounting = ThrottleAccounting(lambda snap: collector.hostname(snap))
         collector = SnapshotCollector(lambda: sampler.latest if sampler else None, accounting,
-                                      nvml_error=sampler.nvml_error, interval=args.interval,
+                                      nvml_error=no_gpus, interval=args.interval,
                                       hostname=args.hostname,
                                       hostname_label=mn.LEGACY_HOSTNAME_LABEL
                                       if args.legacy_hostname_label else mn.HOSTNAME_LABEL)

@@ -120,11 +120,15 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
     head = Text()
     head.append(f"{printable(s.host.hostname)}  ", style="bold")
     head.append(f"{s.time.astimezone():%Y-%m-%d %H:%M:%S %Z}  ")
-    head.append(printable(f"Driver {sysinfo.driver_version or NA}  NVML "
-                          f"{sysinfo.nvml_version or NA}  CUDA "
-                          f"{sysinfo.cuda_driver_version or NA}"))
+    if sysinfo.driver_version or not sysinfo.amd_driver_version:
+        head.append(printable(f"Driver {sysinfo.driver_version or NA}  NVML "
+                              f"{sysinfo.nvml_version or NA}  CUDA "
+                              f"{sysinfo.cuda_driver_version or NA}"))
+    if sysinfo.amd_driver_version:
+        head.append(printable(f"{'  ' if sysinfo.driver_version else ''}amdgpu "
+                              f"{sysinfo.amd_driver_version}"))
     yield head
-    if s.nvml_error:
+    if s.nvml_error and not s.gpus:  # an AMD box has no NVML, and needs no word on it
         yield _t(f"No GPU data: {s.nvml_error}", "bold yellow")
     if s.gpus and width < WIDE_MIN_COLUMNS:
         for g in s.gpus:
@@ -175,7 +179,7 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
         yield more
         yield from stale_notes
     elif not s.nvml_error:
-        yield Text("No NVIDIA GPUs found.")
+        yield Text("No GPUs found.")
     h = s.host
     host = Table(title="Host", title_justify="left", pad_edge=False)
     for col in ("CPU", "RAM used / total", "Swap used / total", "Load average"):

@@ -46,9 +46,11 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
     p.add_argument("--output", metavar="FILE",
                    help="append rows to FILE instead of standard output")
+    from gputui.commands.paths import add_path_arguments
     from gputui.notify.cli import add_notify_arguments
 
     add_notify_arguments(p)
+    add_path_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -127,10 +129,12 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.commands.paths import kernel_paths
     from gputui.notify import cli as notify_cli
     from gputui.telemetry.sampler import Sampler
 
     settings = notify_cli.apply_config(args)  # config.toml under the flags
+    paths = kernel_paths(args)
     out, header = _open_output(args.output, args.format)
     formatter: Callable[[dict[str, object]], str]
     if args.format == "csv":
@@ -146,8 +150,8 @@ def run(args: argparse.Namespace) -> int:
     out.flush()
     # The sampler keeps no history (nothing here draws one); each GPU is read on its own
     # thread with a deadline, so a hung GPU is printed as stale and the others go on.
-    sampler = Sampler.open(interval=args.interval)
-    if sampler.nvml_error:
+    sampler = Sampler.open(interval=args.interval, sysfs=paths.sysfs, procfs=paths.procfs)
+    if sampler.source is None and sampler.nvml_error:
         print(f"gputui: no GPU data: {sampler.nvml_error}", file=sys.stderr)
     # Events are made on this thread with each tick; delivery runs on the notifier's own.
     notifier = notify_cli.make_notifier(settings)

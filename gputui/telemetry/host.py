@@ -6,6 +6,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -64,7 +65,12 @@ class CpuLoad:
 
 
 class HostSource:
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    """The host's CPU, memory and load, and what /proc knows of the GPU processes (psutil
+    reads them under psutil.PROCFS_PATH, which --path.procfs sets; `procfs` is the same
+    tree, for the files gputui reads itself)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic,
+                 procfs: Path = Path("/proc")) -> None:
         self._clock = clock  # monotonic seconds (tests pass a fake clock)
         self.hostname = socket.gethostname()
         # CPU % measures since the previous reading: prime it so the first real reading
@@ -76,7 +82,7 @@ class HostSource:
         self._cpu_seen: dict[int, tuple[float, float]] = {}  # pid → (CPU s, when read)
         self._missing: dict[int, float] = {}  # pid → when it was last found missing
         self._swap: tuple[float, int, int] | None = None  # (read at, used, total)
-        self._containers = ContainerNames()
+        self._containers = ContainerNames(procfs)
 
     def read(self) -> HostSample:
         # Each figure is read from /proc on its own: one that cannot be read this tick

@@ -310,7 +310,7 @@ class GputuiApp(App[int]):
                             terminal=self.options.notify_terminal)
 
     def _show_source(self, sampler: Sampler) -> None:
-        if sampler.nvml is None and sampler.nvml_error:
+        if sampler.source is None and sampler.nvml_error:
             self.main.set_host_only(sampler.nvml_error)
         else:
             self.main.set_notice(None)

@@ -1,0 +1,47 @@
+"""--path.sysfs and --path.procfs: the kernel file trees the GPUs and processes are read
+from (node_exporter's flags, by name). A container that mounts the host's /sys and /proc
+elsewhere (`-v /sys:/host/sys:ro -v /proc:/host/proc:ro`) points gputui at them; AMD GPUs
+are read under sysfs, processes (and psutil) under procfs. NVML reads the driver itself."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputui.errors import UsageError
+
+SYSFS = Path("/sys")
+PROCFS = Path("/proc")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPaths:
+    sysfs: Path = SYSFS
+    procfs: Path = PROCFS
+
+
+def add_path_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("kernel files", "where /sys and /proc are (a container "
+                                  "with the host's mounted elsewhere; also [path] in "
+                                  "config.toml)")
+    g.add_argument("--path.sysfs", dest="path_sysfs", type=Path, metavar="DIR",
+                   help="sysfs mount point (default /sys): AMD GPUs are read under it")
+    g.add_argument("--path.procfs", dest="path_procfs", type=Path, metavar="DIR",
+                   help="procfs mount point (default /proc): processes are read under it")
+
+
+def kernel_paths(args: argparse.Namespace, sysfs: Path | None = None,
+                 procfs: Path | None = None) -> KernelPaths:
+    """The flags, else config.toml's `sysfs`/`procfs`, else /sys and /proc; a directory
+    that is not there is a UsageError (one line). A procfs elsewhere is psutil's too."""
+    chosen = KernelPaths(sysfs=getattr(args, "path_sysfs", None) or sysfs or SYSFS,
+                         procfs=getattr(args, "path_procfs", None) or procfs or PROCFS)
+    for flag, path in (("--path.sysfs", chosen.sysfs), ("--path.procfs", chosen.procfs)):
+        if not path.is_dir():
+            raise UsageError(f"{flag} {path}: no such directory")
+    if chosen.procfs != PROCFS:
+        import psutil
+
+        psutil.PROCFS_PATH = str(chosen.procfs)
+    return chosen
