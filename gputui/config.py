@@ -17,6 +17,10 @@ never a traceback: a path that is not a regular file (/dev/zero, a FIFO), a file
     terminal = true         # the monitor: bell + desktop notification
     min_duration = 30       # seconds a condition must last before it is sent
     kinds = ["throttle", "xid", "lost"]
+
+    [path]                  # where /sys and /proc are (--path.sysfs, --path.procfs)
+    sysfs = "/host/sys"
+    procfs = "/host/proc"
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ from gputui.notify.settings import (
 from gputui.user_file import UserFileError, read_text
 
 CONFIG_ENV = "GPUTUI_CONFIG"
-TOP_KEYS = ("interval", "theme", "notify")
+TOP_KEYS = ("interval", "theme", "notify", "path")
+PATH_KEYS = ("sysfs", "procfs")
 NOTIFY_KEYS = ("webhooks", "webhooks_file", "command", "terminal", "min_duration", "kinds")
 MAX_BYTES = 1 << 20  # a config file is a few hundred bytes; this is a mistake, not a config
 
@@ -53,6 +58,8 @@ class Config:
     interval: float | None = None
     theme: str | None = None
     notify: NotifySettings = field(default_factory=NotifySettings)
+    sysfs: Path | None = None
+    procfs: Path | None = None
 
 
 def config_path() -> Path:
@@ -154,8 +161,18 @@ def _parse(path: Path, text: str) -> Config:
     notify = NotifySettings(webhooks=tuple(webhooks), command=command, terminal=terminal,
                             min_duration_s=_seconds(min_duration),
                             kinds=None if kinds is None else frozenset(kinds))
+    paths = doc.get("path", {})
+    if not isinstance(paths, dict):
+        raise bad("path", None, "must be a table: [path]")
+    for key, value in paths.items():
+        if key not in PATH_KEYS:
+            raise bad(key, "path", f"unknown setting (known: {', '.join(PATH_KEYS)})")
+        if not isinstance(value, str) or not value:
+            raise bad(key, "path", "must be a directory's path in quotes")
     return Config(path=path, interval=None if interval is None else _seconds(interval),
-                  theme=theme, notify=notify)
+                  theme=theme, notify=notify,
+                  sysfs=Path(paths["sysfs"]) if "sysfs" in paths else None,
+                  procfs=Path(paths["procfs"]) if "procfs" in paths else None)
 
 
 def _seconds(v: object) -> float:

@@ -31,12 +31,12 @@ def add_path_arguments(parser: argparse.ArgumentParser) -> None:
                    help="procfs mount point (default /proc): processes are read under it")
 
 
-def kernel_paths(args: argparse.Namespace, sysfs: Path | None = None,
-                 procfs: Path | None = None) -> KernelPaths:
-    """The flags, else config.toml's `sysfs`/`procfs`, else /sys and /proc; a directory
-    that is not there is a UsageError (one line). A procfs elsewhere is psutil's too."""
-    chosen = KernelPaths(sysfs=getattr(args, "path_sysfs", None) or sysfs or SYSFS,
-                         procfs=getattr(args, "path_procfs", None) or procfs or PROCFS)
+def kernel_paths(args: argparse.Namespace) -> KernelPaths:
+    """The flags (config.toml's [path] table filled in where they are unset), else /sys and
+    /proc; a directory that is not there is a UsageError (one line). A procfs elsewhere is
+    psutil's too."""
+    chosen = KernelPaths(sysfs=getattr(args, "path_sysfs", None) or SYSFS,
+                         procfs=getattr(args, "path_procfs", None) or PROCFS)
     for flag, path in (("--path.sysfs", chosen.sysfs), ("--path.procfs", chosen.procfs)):
         if not path.is_dir():
             raise UsageError(f"{flag} {path}: no such directory")

@@ -54,6 +54,9 @@ def take_snapshot(paths: KernelPaths | None = None) -> Snapshot:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.notify import cli as notify_cli
+
+    notify_cli.apply_config(args)  # config.toml's [path] under the flags
     snap = take_snapshot(kernel_paths(args))
     if args.json:
         json.dump(snapshot_to_dict(snap), sys.stdout, indent=2)

@@ -88,6 +88,10 @@ def apply_config(args: argparse.Namespace, *, monitor: bool = False) -> NotifySe
         args.interval = cfg.interval if cfg.interval is not None else DEFAULT_INTERVAL_S
     if getattr(args, "theme", "") is None and not os.environ.get("GPUTUI_THEME"):
         args.theme = cfg.theme
+    if getattr(args, "path_sysfs", "") is None:
+        args.path_sysfs = cfg.sysfs
+    if getattr(args, "path_procfs", "") is None:
+        args.path_procfs = cfg.procfs
     n = cfg.notify
     command = getattr(args, "notify_command", None)
     terminal = getattr(args, "notify_terminal", None)

@@ -1,0 +1,43 @@
+"""--path.sysfs and --path.procfs (and config.toml's [path]) as a user gives them: a
+directory that is not there is one line and exit 2; a good one is used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gputui.cli import main
+
+
+@pytest.mark.parametrize("command", [["snapshot"], ["watch", "--count", "1"]])
+@pytest.mark.parametrize("flag", ["--path.sysfs", "--path.procfs"])
+def test_a_missing_directory_is_one_line_exit_2(
+        command: list[str], flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUTUI_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    missing = tmp_path / "nope"
+    assert main([*command, flag, str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gputui: {flag} {missing}: no such directory\n"
+
+
+def test_config_path_table_is_used_and_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[path]\nsysfs = "{tmp_path / "gone"}"\n')
+    monkeypatch.setenv("GPUTUI_CONFIG", str(cfg))
+    assert main(["snapshot", "--json"]) == 2
+    gone = tmp_path / "gone"
+    assert capsys.readouterr().err == f"gputui: --path.sysfs {gone}: no such directory\n"
+    # The flag wins over the file.
+    (tmp_path / "sys").mkdir()
+    assert main(["snapshot", "--json", "--path.sysfs", str(tmp_path / "sys")]) == 0
+    cfg.write_text('[path]\nsysfs = 3\n')
+    assert main(["snapshot", "--json"]) == 2
+    assert "line 2: sysfs: must be a directory's path in quotes" in capsys.readouterr().err
+    cfg.write_text('[path]\nsys = "/sys"\n')
+    assert main(["snapshot", "--json"]) == 2
+    assert "sys: unknown setting (known: sysfs, procfs)" in capsys.readouterr().err
