@@ -40,6 +40,9 @@ def kernel_paths(args: argparse.Namespace) -> KernelPaths:
     for flag, path in (("--path.sysfs", chosen.sysfs), ("--path.procfs", chosen.procfs)):
         if not path.is_dir():
             raise UsageError(f"{flag} {path}: no such directory")
+    if not (chosen.procfs / "stat").is_file():  # the host's CPU figures come from it
+        raise UsageError(f"--path.procfs {chosen.procfs}: not a procfs mount "
+                         f"(no {chosen.procfs / 'stat'})")
     if chosen.procfs != PROCFS:
         import psutil
 

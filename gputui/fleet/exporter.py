@@ -21,12 +21,21 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gputui.fleet import metric_names as mn
+from gputui.fleet.amd_metrics import amd_metrics
 from gputui.telemetry.mig import MigDevice
 from gputui.telemetry.model import GpuSample, Snapshot
-from gputui.telemetry.throttle import REASONS, THROTTLE_MASK, is_throttling
+from gputui.telemetry.throttle import AMD_MASK, AMD_ONLY_MASK, REASONS, THROTTLE_MASK, is_throttling
 
 GPU_LABELS = mn.GPU_LABELS
 THROTTLING_REASONS = tuple(r for r in REASONS if r.throttling)
+
+
+def vendor_reasons(vendor: str) -> tuple[str, ...]:
+    """The throttle reasons a GPU of `vendor` can give: a time series for each (at 0
+    until it happens), none for a reason it never can."""
+    if vendor == "amd":
+        return tuple(r.key for r in THROTTLING_REASONS if r.bit & AMD_MASK)
+    return tuple(r.key for r in THROTTLING_REASONS if not r.bit & AMD_ONLY_MASK)
 
 
 # --- the collector ---------------------------------------------------------------------
@@ -139,8 +148,9 @@ def mig_labels(g: GpuSample, m: MigDevice, hostname: str,
 
 
 def gpu_labels(g: GpuSample, hostname: str, driver_version: str | None = None) -> list[str]:
-    return [str(g.index), g.info.uuid, f"nvidia{g.index}", g.info.name, hostname,
-            g.info.pci_bus_id, driver_version or ""]
+    amd = g.info.vendor == "amd"
+    return [str(g.index), g.info.uuid, f"{g.info.vendor}{g.index}", g.info.name, hostname,
+            g.info.pci_bus_id, "" if amd else driver_version or ""]
 
 
 @dataclass
@@ -149,6 +159,7 @@ class _GpuCounters:
     episodes: int = 0
     throttling: bool = False
     seconds: dict[str, float] | None = None
+    nvidia: bool = True
     last_xid: int = 0  # DCGM's "value of the last XID error", 0 before any
     xids: dict[int, int] = field(default_factory=dict)  # XID number → events
 
@@ -181,7 +192,8 @@ class ThrottleAccounting:
                 if c is None:
                     c = self._gpus[key] = _GpuCounters(
                         gpu_labels(g, host, snap.system.driver_version),
-                        seconds={r.key: 0.0 for r in THROTTLING_REASONS})
+                        seconds=dict.fromkeys(vendor_reasons(g.info.vendor), 0.0),
+                        nvidia=g.info.vendor == "nvidia")
                 if g.stale:
                     continue
                 throttling = not g.lost and is_throttling(g.throttle_mask)
@@ -191,7 +203,7 @@ class ThrottleAccounting:
                 if throttling:
                     assert c.seconds is not None
                     for r in THROTTLING_REASONS:
-                        if (g.throttle_mask or 0) & THROTTLE_MASK & r.bit:
+                        if (g.throttle_mask or 0) & THROTTLE_MASK & r.bit and r.key in c.seconds:
                             c.seconds[r.key] += dt
             by_index = {g.index: (g.index, g.info.uuid) for g in snap.gpus}
             for e in snap.events:
@@ -201,8 +213,10 @@ class ThrottleAccounting:
                     c.xids[e.xid] = c.xids.get(e.xid, 0) + 1
 
     def xid_rows(self) -> list[tuple[list[str], int, dict[int, int]]]:
+        """NVIDIA GPUs' XIDs (an AMD GPU has none)."""
         with self._lock:
-            return [(list(c.labels), c.last_xid, dict(c.xids)) for c in self._gpus.values()]
+            return [(list(c.labels), c.last_xid, dict(c.xids)) for c in self._gpus.values()
+                    if c.nvidia]
 
     def rows(self) -> list[tuple[list[str], int, dict[str, float]]]:
         with self._lock:
@@ -281,9 +295,11 @@ class SnapshotCollector(Collector):
             is_stale = not g.lost and (g.stale or not fresh)
             stale.add_metric(labels, 1.0 if is_stale else 0.0)
             # A lost GPU has no readings (gputui_gpu_lost says why); a stale one has only
-            # old ones (gputui_gpu_stale says so).
+            # old ones (gputui_gpu_stale says so). AMD GPUs are served under AMD's names.
             if not g.lost and not is_stale:
                 current.append(g)
+        yield from amd_metrics(snap.gpus, {g.index for g in current}, host, self._host_label)
+        current = [g for g in current if g.info.vendor == "nvidia"]
         for spec in DCGM_VALUES:
             f = spec.field
             fam = Metric(f.name, f.help, f.type)

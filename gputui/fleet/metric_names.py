@@ -186,6 +186,43 @@ NVML_ERROR_INFO = "gputui_nvml_error_info"
 GPU_LOST = "gputui_gpu_lost"
 GPU_STALE = "gputui_gpu_stale"
 
+# AMD GPUs, under the names and units of AMD's Device Metrics Exporter (docs/configuration/
+# metricslist.md of ROCm/device-metrics-exporter), so its Grafana dashboards work: lower
+# case, VRAM in MB (amd-smi's MiB), energy in µJ, PCIe speed in GT/s, clocks in one
+# `gpu_clock` family with a `clock_type` label. Its labels (gpu_id: the GPU's place among
+# the AMD GPUs; serial_number; card_model; hostname) and gputui's `gpu` and `pci_bus_id`.
+MB_UNIT = Unit("MB", lambda b: b // MIB, lambda mb: mb * MIB)
+MICROJOULE = Unit("uJ", lambda j: round(j * 1e6), lambda uj: uj / 1e6)
+AMD_GFX_ACTIVITY = DcgmField("gpu_gfx_activity", "gauge",
+                             "Graphics engine usage percentage (0 - 100).", PERCENT)
+AMD_UMC_ACTIVITY = DcgmField("gpu_umc_activity", "gauge",
+                             "Memory engine usage percentage (0 - 100).", PERCENT)
+AMD_USED_VRAM = DcgmField("gpu_used_vram", "gauge", "Total VRAM memory used in MB.", MB_UNIT)
+AMD_TOTAL_VRAM = DcgmField("gpu_total_vram", "gauge", "Total VRAM available in MB.", MB_UNIT)
+AMD_FREE_VRAM = DcgmField("gpu_free_vram", "gauge", "Total VRAM memory free in MB.", MB_UNIT)
+AMD_PACKAGE_POWER = DcgmField("gpu_package_power", "gauge", "Current socket power in Watts.",
+                              WATT)
+AMD_POWER_USAGE = DcgmField("gpu_power_usage", "gauge", "GPU power usage in Watts.", WATT)
+AMD_ENERGY = DcgmField("gpu_energy_consumed", "gauge",
+                       "Accumulated energy consumed by the GPU in Micro Jules (uJ).",
+                       MICROJOULE)
+AMD_JUNCTION_TEMP = DcgmField("gpu_junction_temperature", "gauge",
+                              "Hotspot (aka junction) temperature value in Celsius.", CELSIUS)
+AMD_EDGE_TEMP = DcgmField("gpu_edge_temperature", "gauge", "Edge temperature value in Celsius.",
+                          CELSIUS)
+AMD_MEMORY_TEMP = DcgmField("gpu_memory_temperature", "gauge",
+                            "Memory temperature value in Celsius.", CELSIUS)
+AMD_ECC_UNCORRECT = DcgmField("gpu_ecc_uncorrect_total", "gauge",
+                              "Total Uncorrectable ECC error count.", COUNT)
+AMD_CLOCK = "gpu_clock"  # MHz; clock_type "system" (gfx) or "memory"
+AMD_CLOCK_TYPES = (("system", "clock_sm_mhz"), ("memory", "clock_mem_mhz"))
+AMD_PCIE_SPEED = "pcie_speed"  # GT/s
+AMD_PCIE_MAX_SPEED = "pcie_max_speed"
+AMD_NODES_TOTAL = "gpu_nodes_total"
+AMD_LABELS = ("gpu_id", "serial_number", "card_model", HOSTNAME_LABEL, "gpu", "pci_bus_id")
+# GT/s per lane of each PCIe generation (AMD's exporter reports the speed, not the gen).
+PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+
 HOST_CPU_PERCENT = "gputui_host_cpu_percent"
 HOST_MEMORY_USED_BYTES = "gputui_host_memory_used_bytes"
 HOST_MEMORY_TOTAL_BYTES = "gputui_host_memory_total_bytes"

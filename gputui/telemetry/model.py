@@ -100,6 +100,10 @@ class GpuSample(GpmActivity):
     gpm_note: str | None = None
     # HBM/GDDR temperature (NVML_FI_DEV_MEMORY_TEMP); its limit is DeviceInfo.temp_mem_max_c.
     mem_temp_c: int | None = None
+    # AMD's two die sensors (hwmon temp2 "junction", the hotspot, and temp1 "edge"); temp_c
+    # is the junction's, else the edge's. None on NVIDIA GPUs, which report one.
+    temp_junction_c: int | None = None
+    temp_edge_c: int | None = None
     enc_util_pct: int | None = None  # video encoder, %
     dec_util_pct: int | None = None  # video decoder, %
     mem_reserved_bytes: int | None = None  # held by the driver (memory info v2)

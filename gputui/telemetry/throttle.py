@@ -51,11 +51,15 @@ REASONS: tuple[Reason, ...] = (
     Reason(PROCHOT, "prochot", "PROCHOT", True, "thermal"),
     Reason(PLATFORM_POWER, "platform_power_limit", "platform power limit (PPM)", True,
            "power"),
-    Reason(RELIABILITY, "reliability_limit", "reliability limit (FIT)", True, "other"),
+    # A voltage/frequency limit the firmware keeps for the chip's life, as a power cap is
+    # kept: not a fault ("other" is what the fleet view calls critical).
+    Reason(RELIABILITY, "reliability_limit", "reliability limit (FIT)", True, "power"),
 )
 # The AMD-only reasons' bits (none of them is ever set on an NVIDIA GPU).
 AMD_ONLY_MASK = (CURRENT_LIMIT | MEM_THERMAL | VR_THERMAL | PROCHOT | PLATFORM_POWER
                  | RELIABILITY)
+# The reasons an AMD GPU can give: its own and the two NVML ones its limits map onto.
+AMD_MASK = AMD_ONLY_MASK | 0x4 | 0x20
 _BY_KEY = {r.key: r for r in REASONS}
 THROTTLE_MASK = sum(r.bit for r in REASONS if r.throttling)
 

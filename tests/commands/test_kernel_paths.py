@@ -35,6 +35,11 @@ def test_config_path_table_is_used_and_checked(
     # The flag wins over the file.
     (tmp_path / "sys").mkdir()
     assert main(["snapshot", "--json", "--path.sysfs", str(tmp_path / "sys")]) == 0
+    # A directory that is no procfs is said so, not read half-way.
+    assert main(["snapshot", "--json", "--path.sysfs", str(tmp_path / "sys"),
+                 "--path.procfs", str(tmp_path / "sys")]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"--path.procfs {tmp_path / 'sys'}: not a procfs mount (no {tmp_path / 'sys/stat'})\n")
     cfg.write_text('[path]\nsysfs = 3\n')
     assert main(["snapshot", "--json"]) == 2
     assert "line 2: sysfs: must be a directory's path in quotes" in capsys.readouterr().err

@@ -188,6 +188,8 @@ class CardReader:
         if slow:
             self._read_slow()
         pwm = self._hwmon_int("pwm1")
+        junction = _first(_milli(self._hwmon_int("temp2_input")), m.hotspot_c)
+        edge = _first(_milli(self._hwmon_int("temp1_input")), m.edge_c)
         return GpuSample(
             info=self.info,
             util_gpu_pct=_first(read_int(f"{dev}/gpu_busy_percent"), m.gfx_activity_pct),
@@ -196,8 +198,12 @@ class CardReader:
             mem_total_bytes=self.info.mem_total_bytes,
             power_w=_first(_micro_w(self._hwmon_int(f.power)) if f.power else None,
                            m.socket_power_w),
-            temp_c=_first(_milli(self._hwmon_int(f"{f.temp}_input")) if f.temp else None,
-                          m.hotspot_c, m.edge_c),
+            # One sensor, chosen at open (junction, else edge): a series never jumps
+            # between the two when one read fails.
+            temp_c=junction if f.temp == "temp2" else edge if f.temp == "temp1" else _first(
+                m.hotspot_c, m.edge_c),
+            temp_junction_c=junction,
+            temp_edge_c=edge,
             mem_temp_c=_first(_milli(self._hwmon_int("temp3_input")), m.mem_c),
             fan_pct=None if pwm is None else round(pwm * 100 / 255),
             clock_sm_mhz=_first(self._clock("pp_dpm_sclk", "freq1_input"), m.gfxclk_mhz),

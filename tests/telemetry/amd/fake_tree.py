@@ -434,3 +434,25 @@ def rx7900xtx(host: FakeHost, index: int = 0, pci: str = "0000:03:00.0",
             "pwm1": 89, "pwm1_enable": 2, "fan1_input": 1187,
             "freq1_input": 2_400_000_000, "freq2_input": 1_249_000_000,
         })
+
+
+# What psutil reads of a procfs for the host's figures: copied from the real one, so the
+# fake tree is a procfs as a container's bind mount of the host's is.
+HOST_FILES = ("stat", "meminfo", "loadavg", "uptime", "vmstat", "cpuinfo")
+
+
+def three_cards(root: Path) -> FakeHost:
+    """An MI300X, an MI250X GCD and an RX 7900 XTX, a process on the MI300X, and the
+    host's own procfs files: a machine to run gputui's commands against."""
+    host = FakeHost(root)
+    mi300x(host, 0)
+    mi250x(host, 1)
+    rx7900xtx(host, 2)
+    host.drm_client(4242, fd=5, pdev="0000:c1:00.0", client_id=7, vram="2048 KiB", gfx_ns=0)
+    for name in HOST_FILES:
+        shutil.copy(f"/proc/{name}", host.proc / name)
+    return host
+
+
+def paths(host: FakeHost) -> list[str]:
+    return ["--path.sysfs", str(host.sys), "--path.procfs", str(host.proc)]
