@@ -51,7 +51,8 @@ AMD_VALUES: tuple[AmdValue, ...] = (
 def amd_labels(g: GpuSample, amd_index: int, host: str) -> list[str]:
     serial = g.info.uuid.removeprefix("AMD-")
     serial = "" if serial.startswith("PCI-") else serial  # no unique_id: no serial
-    return [str(amd_index), serial, g.info.name, host, str(g.index), g.info.pci_bus_id]
+    return [str(amd_index), serial, g.info.name, host, str(g.index), g.info.uuid,
+            g.info.pci_bus_id]
 
 
 def amd_metrics(gpus: Sequence[GpuSample], current: set[int], host: str,
@@ -84,6 +85,14 @@ def amd_metrics(gpus: Sequence[GpuSample], current: set[int], host: str,
                 clock.add_metric([*labels, clock_type], float(v))
     if clock.samples:
         yield clock
+    mask = GaugeMetricFamily(mn.AMD_THROTTLE_MASK, "Current throttle reasons (bitmask of "
+                             "gputui's reasons; gputui_throttle_seconds_total names them).",
+                             labels=names)
+    for g, labels in rows:
+        if g.throttle_mask is not None:
+            mask.add_metric(labels, float(g.throttle_mask))
+    if mask.samples:
+        yield mask
     for name, doc, gen in (
         (mn.AMD_PCIE_SPEED, "Current pcie speed capable in GT/s.", lambda g: g.pcie_gen),
         (mn.AMD_PCIE_MAX_SPEED, "Maximum capable pcie speed in GT/s.",

@@ -219,7 +219,12 @@ AMD_CLOCK_TYPES = (("system", "clock_sm_mhz"), ("memory", "clock_mem_mhz"))
 AMD_PCIE_SPEED = "pcie_speed"  # GT/s
 AMD_PCIE_MAX_SPEED = "pcie_max_speed"
 AMD_NODES_TOTAL = "gpu_nodes_total"
-AMD_LABELS = ("gpu_id", "serial_number", "card_model", HOSTNAME_LABEL, "gpu", "pci_bus_id")
+AMD_LABELS = ("gpu_id", "serial_number", "card_model", HOSTNAME_LABEL, "gpu", "UUID",
+              "pci_bus_id")
+# An AMD GPU's throttle reasons as gputui's bitmask (gputui.telemetry.throttle): what
+# DCGM_FI_DEV_CLOCK_THROTTLE_REASONS is for an NVIDIA GPU, which AMD's exporter has no
+# name for.
+AMD_THROTTLE_MASK = "gputui_clock_event_reasons"
 # GT/s per lane of each PCIe generation (AMD's exporter reports the speed, not the gen).
 PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 

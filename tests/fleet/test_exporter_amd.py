@@ -44,3 +44,56 @@ def test_export_serves_both_vendors_each_under_its_own_names(
                  reason="current_limit") == 0.0
     assert not [k for k in page if k[0] == "gputui_throttle_seconds_total"
                 and ("gpu", "0") in k[1] and ("reason", "current_limit") in k[1]]
+
+
+def test_the_fleet_reads_a_mixed_gputui_exporter_back(
+        start_exporter: ExporterFactory, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    host = three_cards(tmp_path)
+    exp = start_exporter("two_gpus", hostname="mixed", extra=tuple(paths(host)))
+    p = subprocess.run([sys.executable, "-m", "gputui", "fleet", exp.target, "--once",
+                        "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    (h,) = json.loads(p.stdout)["hosts"]
+    gpus = {g["gpu"]: g for g in h["gpus"]}
+    assert sorted(gpus) == ["0", "1", "2", "3", "4"]
+    mi300 = gpus["4"]
+    assert (mi300["model"], mi300["util_gpu_pct"], mi300["power_w"], mi300["temp_c"],
+            mi300["clock_sm_mhz"], mi300["mem_used_bytes"], mi300["mem_total_bytes"]) == (
+        "AMD Instinct MI300X", 98.0, 612.0, 71.0, 2093.0, 150 * 2**30, 192 * 2**30)
+    assert gpus["2"]["model"] == "AMD Radeon RX 7900 XTX"
+    assert gpus["2"]["throttling"] is False  # the RX 7900 XTX reports its reasons: none
+
+
+AMD_EXPORTER_PAGE = """\
+# HELP gpu_gfx_activity Graphics engine usage percentage (0 - 100)
+# TYPE gpu_gfx_activity gauge
+gpu_gfx_activity{card_model="AMD Instinct MI300X",gpu_id="0",gpu_partition_id="0",hostname="mi-node",serial_number="S1"} 87
+gpu_gfx_activity{card_model="AMD Instinct MI300X",gpu_id="1",gpu_partition_id="0",hostname="mi-node",serial_number="S2"} 12
+# TYPE gpu_used_vram gauge
+gpu_used_vram{card_model="AMD Instinct MI300X",gpu_id="0",gpu_partition_id="0",hostname="mi-node",serial_number="S1"} 1024
+# TYPE gpu_total_vram gauge
+gpu_total_vram{card_model="AMD Instinct MI300X",gpu_id="0",gpu_partition_id="0",hostname="mi-node",serial_number="S1"} 196592
+# TYPE gpu_package_power gauge
+gpu_package_power{card_model="AMD Instinct MI300X",gpu_id="0",gpu_partition_id="0",hostname="mi-node",serial_number="S1"} 701
+# TYPE gpu_junction_temperature gauge
+gpu_junction_temperature{card_model="AMD Instinct MI300X",gpu_id="0",gpu_partition_id="0",hostname="mi-node",serial_number="S1"} 77
+# TYPE gpu_clock gauge
+gpu_clock{card_model="AMD Instinct MI300X",clock_index="2",clock_type="system",gpu_id="0",gpu_partition_id="0",hostname="mi-node",serial_number="S1"} 2100
+gpu_clock{card_model="AMD Instinct MI300X",clock_index="8",clock_type="memory",gpu_id="0",gpu_partition_id="0",hostname="mi-node",serial_number="S1"} 1300
+"""  # noqa: E501
+
+
+def test_parse_an_amd_device_metrics_exporter_page() -> None:
+    from gputui.fleet.scrape import parse_metrics
+
+    r = parse_metrics(AMD_EXPORTER_PAGE)
+    assert (r.hostname, r.exporter) == ("mi-node", "amd-metrics-exporter")
+    a, b = r.gpus
+    assert (a.gpu, a.uuid, a.model, a.util_pct, a.power_w, a.temp_c, a.clock_sm_mhz) == (
+        "0", "S1", "AMD Instinct MI300X", 87.0, 701.0, 77.0, 2100.0)
+    assert (a.mem_used_bytes, a.mem_total_bytes) == (1024 * 2**20, 196592 * 2**20)
+    assert (b.gpu, b.util_pct, b.power_w) == ("1", 12.0, None)
