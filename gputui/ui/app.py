@@ -416,6 +416,7 @@ class GputuiApp(App[int]):
             hostname=snap.host.hostname if snap else "",
             driver=snap.system.driver_version if snap else None,
             cuda=snap.system.cuda_driver_version if snap else None,
+            amd_driver=snap.system.amd_driver_version if snap else None,
             time=snap.time if snap else None,
             interval_s=interval,
             alerts=len(active),
