@@ -47,6 +47,29 @@ def test_snapshot_round_trips_through_json() -> None:
     assert back.time == snap.time and back.host == snap.host and back.system == snap.system
 
 
+def test_an_amd_gpu_round_trips_and_an_old_recording_reads_as_nvidia() -> None:
+    from dataclasses import replace
+
+    from gputui.telemetry.model import SystemInfo
+    from tests.factories import device
+
+    amd = gpu(1, info=device(1, name="AMD Instinct MI300X", vendor="amd"),
+              throttle_mask=0x80004, temp_junction_c=71, temp_edge_c=None)
+    snap = snapshot(3, [gpu(0), amd], system=SystemInfo("580.65.06", None, "13.0", "6.12"))
+    doc = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert [g["vendor"] for g in doc["gpus"]] == ["nvidia", "amd"]
+    assert doc["gpus"][1]["throttle_reasons"] == ["sw_power_cap", "prochot"]
+    back = snapshot_from_dict(doc)
+    assert back.gpus == snap.gpus and back.system == snap.system
+    # A recording from before AMD GPUs were read: no vendor, no amdgpu version.
+    for g in doc["gpus"]:
+        del g["vendor"], g["temp_junction_c"], g["temp_edge_c"]
+    del doc["amd_driver_version"]
+    old = snapshot_from_dict(doc)
+    assert [g.info.vendor for g in old.gpus] == ["nvidia", "nvidia"]
+    assert old.system == replace(snap.system, amd_driver_version=None)
+
+
 def test_recording_round_trip_and_truncated_last_line(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     rec = Recorder(path, interval=1.0)
