@@ -32,7 +32,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputui.commands.argtypes import interval_problem
 from gputui.errors import UsageError
 from gputui.notify.settings import (
     KNOWN_KINDS,
@@ -41,6 +40,7 @@ from gputui.notify.settings import (
     min_duration_problem,
     read_webhooks_file,
 )
+from gputui.telemetry.limits import interval_problem
 from gputui.user_file import UserFileError, read_text
 
 CONFIG_ENV = "GPUTUI_CONFIG"

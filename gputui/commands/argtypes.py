@@ -1,13 +1,12 @@
-"""argparse value types shared by the subcommands (no gputui imports: no cycles)."""
+"""argparse value types shared by the subcommands. Nothing here imports `gputui.cli` (no
+cycle) or anything heavy: the bounds come from `gputui.telemetry.limits`, standard library
+only."""
 
 from __future__ import annotations
 
 import argparse
 
-MIN_INTERVAL_S = 0.1  # gputui.telemetry.sampler.MIN_INTERVAL_S; a test keeps them equal
-# An hour: longer would make a hung GPU's read deadline (most of an interval) and the
-# exporter's freshness window meaningless, and time.sleep overflows near 1e300.
-MAX_INTERVAL_S = 3600.0
+from gputui.telemetry.limits import interval_problem
 
 
 def positive_float(text: str) -> float:
@@ -18,14 +17,6 @@ def positive_float(text: str) -> float:
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
     return value
-
-
-def interval_problem(value: float) -> str | None:
-    """Why `value` cannot be the seconds between readings, or None. The one bound the
-    --interval flags and config.toml's `interval` share."""
-    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:  # NaN fails both comparisons
-        return f"must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds"
-    return None
 
 
 def interval_seconds(text: str) -> float:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     from gputui.commands.argtypes import interval_seconds
+    from gputui.telemetry.limits import MIN_INTERVAL_S
 
     p = sub.add_parser(
         "export", help=summary,
@@ -34,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
                    "interface; port 0 picks a free port)")
     p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
                    help="seconds between GPU readings (default 1 or config.toml's, "
-                   "minimum 0.1)")
+                   f"minimum {MIN_INTERVAL_S:g})")
     p.add_argument("--hostname", metavar="NAME",
                    help="value of the hostname label (default: this machine's host name)")
     p.add_argument("--web.config.file", dest="web_config_file", default="", metavar="FILE",

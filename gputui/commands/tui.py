@@ -8,10 +8,11 @@ import gc
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from gputui.commands.argtypes import interval_seconds
+    from gputui.telemetry.limits import MIN_INTERVAL_S
 
     parser.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
                         help="seconds between readings (default 1 or config.toml's, "
-                        "minimum 0.1)")
+                        f"minimum {MIN_INTERVAL_S:g})")
     parser.add_argument("--theme", metavar="NAME", help="colour theme (or set GPUTUI_THEME)")
     parser.add_argument("--record", metavar="FILE",
                         help="append every snapshot to FILE as JSON lines")

@@ -35,12 +35,14 @@ CSV_COLUMNS = [
 
 def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     from gputui.commands.argtypes import interval_seconds, positive_int
+    from gputui.telemetry.limits import MIN_INTERVAL_S
 
     p = sub.add_parser("watch", help=summary,
                        description="Stream one row per GPU per tick, flushed every tick, "
                        "until Ctrl-C or --count ticks.")
     p.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
-                   help="seconds between ticks (default 1 or config.toml's, minimum 0.1)")
+                   help="seconds between ticks (default 1 or config.toml's, "
+                   f"minimum {MIN_INTERVAL_S:g})")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",
                    help="stop after N ticks")
     p.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")

@@ -23,6 +23,7 @@ from gputui.telemetry.alerts import AlertEngine
 from gputui.telemetry.frame import Frame, frozen_map
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.jobs import JobSource
+from gputui.telemetry.limits import MIN_INTERVAL_S
 from gputui.telemetry.model import GpuProcess, GpuSample, JobReading, Snapshot, SystemInfo
 from gputui.telemetry.readers import ReaderThreads
 from gputui.telemetry.source import GpuSource, Sources, SourceUnavailable
@@ -31,7 +32,6 @@ from gputui.telemetry.throttle import ThrottleEpisode, ThrottleTracker
 if TYPE_CHECKING:
     from gputui.telemetry.nvml import NvmlSource
 
-MIN_INTERVAL_S = 0.1
 # How long NVML may take to initialise and count the GPUs before the sampler gives up
 # on it and goes on host-only (a driver hung at start must not hang the command).
 OPEN_TIMEOUT_S = 10.0

@@ -621,11 +621,13 @@ class GputuiApp(App[int]):
     # --- replay: a timer advances the player on the event loop -----------------------------
 
     def _start_replay(self) -> None:
+        from gputui.telemetry.limits import MIN_INTERVAL_S
         from gputui.telemetry.replay import ReplayPlayer
 
         rec = self.options.replay
         assert rec is not None
-        sampler = self.sampler or Sampler(interval=max(0.1, rec.interval_s or 1.0), nvml=None)
+        sampler = self.sampler or Sampler(interval=max(MIN_INTERVAL_S, rec.interval_s or 1.0),
+                                          nvml=None)
         self.sampler = sampler
         self.own_sampler = False
         self._start_sampler = False

@@ -117,9 +117,21 @@ def test_the_interval_flag_has_the_same_bounds(cli, value: str) -> None:
 
 
 def test_the_bounds_are_one_definition() -> None:
-    from gputui.commands import argtypes
-    from gputui.telemetry import sampler
+    from gputui.telemetry import limits
 
-    assert argtypes.MIN_INTERVAL_S == sampler.MIN_INTERVAL_S
-    assert argtypes.interval_problem(3600.0) is None
-    assert argtypes.interval_problem(0.1) is None
+    assert limits.interval_problem(3600.0) is None
+    assert limits.interval_problem(0.1) is None
+
+
+def test_the_shortest_interval_the_flag_takes_is_one_the_sampler_runs_at() -> None:
+    import argparse
+
+    from gputui.commands.argtypes import interval_seconds
+    from gputui.telemetry.host import HostSource
+    from gputui.telemetry.sampler import Sampler
+
+    assert Sampler(interval=interval_seconds("0.1"), host=HostSource()).interval == 0.1
+    with pytest.raises(argparse.ArgumentTypeError):
+        interval_seconds("0.09")
+    with pytest.raises(ValueError):
+        Sampler(interval=0.09)

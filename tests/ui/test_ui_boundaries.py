@@ -38,13 +38,6 @@ def test_the_monitor_never_blocks_on_the_event_loop() -> None:
     assert offenders == []
 
 
-def test_interval_minimum_is_the_same_for_the_cli_and_the_sampler() -> None:
-    from gputui.commands.argtypes import MIN_INTERVAL_S as CLI_MIN
-    from gputui.telemetry.sampler import MIN_INTERVAL_S
-
-    assert CLI_MIN == MIN_INTERVAL_S
-
-
 def test_cli_and_commands_import_no_cycle() -> None:
     # The subcommands take their argparse types from commands/argtypes.py, not cli.py.
     commands = sorted((UI.parent / "commands").glob("*.py"))
