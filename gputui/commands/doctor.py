@@ -47,14 +47,14 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gputui.atomic import write_atomic
+    from gputui.commands.config_args import apply_config
     from gputui.commands.paths import kernel_paths
     from gputui.doctor.model import Check, Report
     from gputui.doctor.output import check_line, json_report, junit_report, summary_text
     from gputui.doctor.probes import ProbePlan
     from gputui.doctor.run import Options, parse_gpu_list, run_doctor
-    from gputui.notify import cli as notify_cli
 
-    notify_cli.apply_config(args)  # config.toml's [path] under the flags
+    apply_config(args)  # config.toml's [path] under the flags
     paths = kernel_paths(args)
     gpus = parse_gpu_list(args.gpus) if args.gpus is not None else None
     if args.junit is not None and args.junit.is_dir():

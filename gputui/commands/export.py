@@ -56,6 +56,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client.registry import CollectorRegistry
 
+    from gputui.commands.config_args import apply_config
     from gputui.commands.paths import kernel_paths
     from gputui.fleet import metric_names as mn
     from gputui.fleet.exporter import SnapshotCollector, ThrottleAccounting
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from gputui.notify import cli as notify_cli
     from gputui.telemetry.sampler import Sampler
 
-    settings = notify_cli.apply_config(args)  # config.toml under the flags
+    settings = apply_config(args)  # config.toml under the flags
     paths = kernel_paths(args)
     try:
         addr = parse_listen(args.listen)

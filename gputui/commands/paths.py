@@ -6,19 +6,10 @@ are read under sysfs, processes (and psutil) under procfs. NVML reads the driver
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.errors import UsageError
-
-SYSFS = Path("/sys")
-PROCFS = Path("/proc")
-
-
-@dataclass(frozen=True, slots=True)
-class KernelPaths:
-    sysfs: Path = SYSFS
-    procfs: Path = PROCFS
+from gputui.telemetry.kernel_paths import PROCFS, SYSFS, KernelPaths
 
 
 def add_path_arguments(parser: argparse.ArgumentParser) -> None:

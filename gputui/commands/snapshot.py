@@ -8,7 +8,8 @@ import os
 import sys
 import time
 
-from gputui.commands.paths import KernelPaths, add_path_arguments, kernel_paths
+from gputui.commands.paths import add_path_arguments, kernel_paths
+from gputui.telemetry.kernel_paths import KernelPaths
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.schema import snapshot_to_dict
 
@@ -54,9 +55,9 @@ def take_snapshot(paths: KernelPaths | None = None) -> Snapshot:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputui.notify import cli as notify_cli
+    from gputui.commands.config_args import apply_config
 
-    notify_cli.apply_config(args)  # config.toml's [path] under the flags
+    apply_config(args)  # config.toml's [path] under the flags
     snap = take_snapshot(kernel_paths(args))
     if args.json:
         json.dump(snapshot_to_dict(snap), sys.stdout, indent=2)

@@ -36,11 +36,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from gputui.commands.config_args import apply_config
     from gputui.commands.paths import kernel_paths
     from gputui.notify import cli as notify_cli
     from gputui.ui.sampler_opener import SamplerOpener
 
-    settings = notify_cli.apply_config(args, monitor=True)  # config.toml under the flags
+    settings = apply_config(args, monitor=True)  # config.toml under the flags
     paths = kernel_paths(args)
     # NVML opens on its own thread from here, while Textual is imported and starts (on a
     # big machine its init takes longer than all of that); a recording keeps more fields

@@ -131,11 +131,12 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.commands.config_args import apply_config
     from gputui.commands.paths import kernel_paths
     from gputui.notify import cli as notify_cli
     from gputui.telemetry.sampler import Sampler
 
-    settings = notify_cli.apply_config(args)  # config.toml under the flags
+    settings = apply_config(args)  # config.toml under the flags
     paths = kernel_paths(args)
     out, header = _open_output(args.output, args.format)
     formatter: Callable[[dict[str, object]], str]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from gputui.commands.paths import KernelPaths
+from gputui.telemetry.kernel_paths import KernelPaths
 from gputui.telemetry.sampler import Sampler
 
 Deliver = Callable[[Sampler], bool]  # True: taken; False: the receiver is gone

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputui import cli
-from gputui.notify.cli import apply_config
+from gputui.commands.config_args import apply_config
 from gputui.notify.settings import NotifySettings
 
 GOOD = """\

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gputui import cli
-from gputui.notify.cli import apply_config
+from gputui.commands.config_args import apply_config
 from gputui.notify.settings import NotifySettings
 from tests.fakenvml.harness import FakeNvmlLib, derive_scenario
 from tests.notify.conftest import Receiver, clean_env

@@ -77,29 +77,3 @@ def test_pyproject_bounds_textual_to_what_the_adapter_is_tested_with() -> None:
     bounds = (tuple(int(x) for x in low.split(".")[:2]), tuple(int(x) for x in high.split(".")[:2]))
     assert all(bounds[0] <= v < bounds[1] for v in TESTED_VERSIONS), (line, TESTED_VERSIONS)
     assert supported() and textual_version() in TESTED_VERSIONS  # the installed one
-
-
-def _module(path: Path) -> str:
-    rel = path.relative_to(UI.parents[1]).with_suffix("")
-    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-    return ".".join(parts)
-
-
-def test_no_import_cycle_in_the_ui() -> None:
-    """No cycle among the UI's modules, counting imports inside functions and under
-    TYPE_CHECKING too (a soft cycle is still two modules that cannot be read apart)."""
-    modules = {_module(p): p for p in UI.rglob("*.py")}
-    graph = {name: {m for m in _imports(path) if m in modules and m != name}
-             for name, path in modules.items()}
-    cycles = []
-    for start in sorted(graph):
-        stack, seen = [(start, [start])], set()
-        while stack:
-            node, trail = stack.pop()
-            for nxt in graph[node]:
-                if nxt == start:
-                    cycles.append(" → ".join([*trail, start]))
-                elif nxt not in seen:
-                    seen.add(nxt)
-                    stack.append((nxt, [*trail, nxt]))
-    assert cycles == []
