@@ -240,7 +240,7 @@ class GputuiApp(App[int]):
             if self._start_sampler:
                 self.sampler.start(first_in=self.sampler.interval if frame else 0.0)
         elif self.sampler is not None:
-            self._attach(self.sampler)
+            self._attach_sampler(self.sampler)
         else:
             if self._opener is None:  # not started by the command: open it now
                 profile = "record" if self.recorder is not None else "monitor"
@@ -287,9 +287,10 @@ class GputuiApp(App[int]):
             sampler.close()
             return
         self.sampler = sampler
-        self._attach(sampler)
+        self._attach_sampler(sampler)
 
-    def _attach(self, sampler: Sampler) -> None:
+    def _attach_sampler(self, sampler: Sampler) -> None:
+        # Not `_attach`: that is Textual's own (MessagePump._attach), which this would hide.
         self._subscribe(sampler)
         sampler.subscribe_frames(self._frame_listener)
         self._show_source(sampler)
