@@ -1,6 +1,7 @@
-"""The monitor's side of the hand-off rules (docs/architecture.md), by source:
-the UI never imports the NVML module, and the monitor's modules never block on the
-event loop with `call_from_thread` (background threads post messages instead)."""
+"""The UI's side of the hand-off rules (docs/architecture.md), by source: the UI never
+imports the NVML module, reads of the sampler only what is fixed once it is made, never
+blocks on the event loop with `call_from_thread` (background threads post messages
+instead), and touches nothing private of Textual or Rich outside its one adapter."""
 
 from __future__ import annotations
 
@@ -41,6 +42,32 @@ def test_the_monitor_never_blocks_on_the_event_loop() -> None:
     assert all(p.is_file() for p in MONITOR)
     offenders = [p.name for p in MONITOR if "call_from_thread" in p.read_text("utf-8")]
     assert offenders == []
+
+
+# What the UI may do with the sampler it owns: run it, subscribe to it, and read what is
+# fixed once it is made. Its readings (latest snapshot, trackers, alerts, jobs, its NVML
+# source) reach the UI in frames only.
+SAMPLER_CONTROLS = {"subscribe", "unsubscribe", "subscribe_frames", "unsubscribe_frames", "start",
+                    "stop", "close", "tick", "enable_alerts", "want_detail_fields"}
+SAMPLER_FIXED = {"interval", "source", "nvml_error"}
+
+
+def _sampler_uses(tree: ast.Module) -> list[str]:
+    """`x.name` where x is a sampler (`sampler`, `self.sampler`, `message.sampler` ...)."""
+    return [f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and ((isinstance(node.value, ast.Name) and node.value.id == "sampler")
+                 or (isinstance(node.value, ast.Attribute) and node.value.attr == "sampler"))
+            and node.attr not in SAMPLER_CONTROLS | SAMPLER_FIXED]
+
+
+def test_the_ui_reads_no_state_the_sampler_thread_changes() -> None:
+    uses = {p.relative_to(UI).as_posix(): _sampler_uses(ast.parse(p.read_text("utf-8")))
+            for p in sorted(UI.rglob("*.py"))}
+    assert uses["app.py"] == [] and "sampler_opener.py" in uses
+    assert {name: found for name, found in uses.items() if found} == {}
+    planted = ast.parse("self.sampler.latest\nsampler.nvml\nsampler.interval\n")
+    assert _sampler_uses(planted) == ["1: self.sampler.latest", "2: sampler.nvml"]
 
 
 def test_cli_and_commands_import_no_cycle() -> None:
