@@ -145,9 +145,6 @@ class GpuPanel(Widget):
     (mounting, styling and laying them out). Each tick repaints only the changed cells.
     """
 
-    # The component classes that colour a panel's parts are GpuArea's (see `_style`):
-    # Textual styles every component class of every widget as a node of its own, and 13
-    # per panel were 1.3 % of the instructions to the first frame with 4 GPUs.
     DEFAULT_CSS = """
     GpuPanel {
         height: auto;
@@ -160,7 +157,28 @@ class GpuPanel(Widget):
     GpuPanel.-throttling { border: round $warning; }
     GpuPanel.-lost { border: heavy $error; }
     GpuPanel.-stale { border: heavy $warning; }
+    GpuPanel > .gpupanel--label { color: $text-muted; text-style: bold; }
+    GpuPanel > .gpupanel--fill { color: $primary; }
+    GpuPanel > .gpupanel--empty { color: $foreground 25%; }
+    GpuPanel > .gpupanel--value { color: $foreground; }
+    GpuPanel > .gpupanel--fill-warning { color: $warning; }
+    GpuPanel > .gpupanel--value-warning { color: $warning; text-style: bold; }
+    GpuPanel > .gpupanel--fill-error { color: $error; }
+    GpuPanel > .gpupanel--value-error { color: $error; text-style: bold; }
+    GpuPanel > .gpupanel--spark { color: $secondary; }
+    GpuPanel > .gpupanel--muted { color: $text-muted; }
+    GpuPanel > .gpupanel--warning { color: $warning; text-style: bold; }
+    GpuPanel > .gpupanel--error { color: $error; text-style: bold; }
+    GpuPanel > .gpupanel--verdict { color: $accent; }
     """
+    # What colours the panel's parts (gauges, graphs, scales, the state and the verdict).
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "gpupanel--label", "gpupanel--fill", "gpupanel--empty", "gpupanel--value",
+        "gpupanel--fill-warning", "gpupanel--value-warning",
+        "gpupanel--fill-error", "gpupanel--value-error",
+        "gpupanel--spark", "gpupanel--muted", "gpupanel--warning", "gpupanel--error",
+        "gpupanel--verdict",
+    }
 
     def __init__(self, info: DeviceInfo, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -369,8 +387,7 @@ class GpuPanel(Widget):
             elif key == BASE:
                 style = self.rich_style
             else:
-                area = self.query_ancestor(GpuArea)
-                style = area.get_component_rich_style(str(key))
+                style = self.get_component_rich_style(str(key))
             self._styles[key] = style
         return style
 
@@ -403,27 +420,7 @@ class GpuArea(VerticalScroll):
     GpuArea.-compact > #panels { display: none; }
     GpuArea > #rows { display: none; }
     GpuArea.-compact > #rows { display: block; }
-    GpuArea > .gpupanel--label { color: $text-muted; text-style: bold; }
-    GpuArea > .gpupanel--fill { color: $primary; }
-    GpuArea > .gpupanel--empty { color: $foreground 25%; }
-    GpuArea > .gpupanel--value { color: $foreground; }
-    GpuArea > .gpupanel--fill-warning { color: $warning; }
-    GpuArea > .gpupanel--value-warning { color: $warning; text-style: bold; }
-    GpuArea > .gpupanel--fill-error { color: $error; }
-    GpuArea > .gpupanel--value-error { color: $error; text-style: bold; }
-    GpuArea > .gpupanel--spark { color: $secondary; }
-    GpuArea > .gpupanel--muted { color: $text-muted; }
-    GpuArea > .gpupanel--warning { color: $warning; text-style: bold; }
-    GpuArea > .gpupanel--error { color: $error; text-style: bold; }
-    GpuArea > .gpupanel--verdict { color: $accent; }
     """
-    COMPONENT_CLASSES: ClassVar[set[str]] = {  # the panels' (GpuPanel._style)
-        "gpupanel--label", "gpupanel--fill", "gpupanel--empty", "gpupanel--value",
-        "gpupanel--fill-warning", "gpupanel--value-warning",
-        "gpupanel--fill-error", "gpupanel--value-error",
-        "gpupanel--spark", "gpupanel--muted", "gpupanel--warning", "gpupanel--error",
-        "gpupanel--verdict",
-    }
 
     def allow_focus(self) -> bool:
         return self.max_scroll_y > 0
