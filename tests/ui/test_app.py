@@ -18,7 +18,8 @@ from gputui.ui.options import AppOptions
 from gputui.ui.screens.alerts import AlertsScreen
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.help import HelpScreen
-from gputui.ui.widgets.gpu_panel import GpuArea, GpuPanel
+from gputui.ui.widgets.gpu_area import GpuArea
+from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.gpu_row import GpuRow
 from gputui.ui.widgets.process_table import COLUMN_KEYS, ProcessTable
 from tests.ui.helpers import (

@@ -23,7 +23,8 @@ from gputui.ui.layout import NARROW_COLUMNS, TALL_ROWS, WIDE_COLUMNS, Layout, la
 from gputui.ui.memory import SETTLE_S, release_memory
 from gputui.ui.messages import MonitorReady
 from gputui.ui.widgets.footer import KeyFooter
-from gputui.ui.widgets.gpu_panel import GpuArea, GpuFrame, TextLine
+from gputui.ui.widgets.gpu_area import GpuArea
+from gputui.ui.widgets.gpu_panel import GpuFrame, TextLine
 from gputui.ui.widgets.gpu_view import HISTORY_METRICS, metric_scale
 from gputui.ui.widgets.header import AppHeader, HeaderInfo
 from gputui.ui.widgets.host_panel import HostPanel
