@@ -43,7 +43,7 @@ from gputui.ui.messages import (
 from gputui.ui.options import AppOptions
 from gputui.ui.sampler_opener import SamplerOpener
 from gputui.ui.screens.monitor import FirstShow, MonitorScreen
-from gputui.ui.terminal_writer import DiffingDriver
+from gputui.ui.terminal_writer import DiffingDriver, diffing_driver
 from gputui.ui.textual_adapter import app_driver
 from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_theme
 from gputui.ui.widgets.gpu_panel import window_label
@@ -113,7 +113,7 @@ class GputuiApp(App[int]):
         """`sampler`: a sampler to show (tests, replay); else `opener` (started by the
         command, so NVML opens while Textual starts), else one opened when the
         monitor screen is up."""
-        super().__init__(driver_class=DiffingDriver)  # only the cells that changed
+        super().__init__(driver_class=diffing_driver())  # only the cells that changed
         self.options = options or AppOptions()
         self.sampler: Sampler | None = sampler
         self.own_sampler = sampler is None  # we close what we opened, not what we were given

@@ -18,6 +18,10 @@ attribute. The terminal notifications write their escape sequences through it (i
 with the frames, from their own thread; the driver's writer is thread-safe), and the
 monitor's redraw key tells the terminal writer to forget what it believes is on screen.
 
+`supported()` also decides whether the monitor and the fleet view write through the
+terminal writer (`terminal_writer.diffing_driver`): it follows Textual's output as the
+tested versions write it, so on another version the apps run with Textual's own driver.
+
 Nothing here patches Textual or Rich: it sets sizes on one table's own caches.
 """
 
