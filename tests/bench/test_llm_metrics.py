@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -99,6 +100,37 @@ def test_mfu_on_a_faked_h100_row_and_null_on_the_cpu() -> None:
     assert cpu.result.flops.achieved_tflops == pytest.approx(100.0)
     assert cpu.result.flops.mfu is None and cpu.result.flops.peak_tflops is None
     assert peak_bytes_per_s(cpu) is None
+
+
+def test_the_backend_label_is_unknown_where_torchs_dispatch_recorder_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """TorchDispatchMode is private to torch: missing, or raising, it costs the label
+    only."""
+    import torch.nn.functional as F
+    import torch.utils._python_dispatch as dispatch
+
+    from gputui.bench.worker.kinds.attention import backend_label
+
+    q = torch.randn(1, 2, 16, 8)
+    calls: list[int] = []
+
+    def attend() -> None:
+        calls.append(1)
+        F.scaled_dot_product_attention(q, q, q)
+
+    assert backend_label(attend) == "flash (cpu)"
+
+    class Broken(dispatch.TorchDispatchMode):
+        def __enter__(self) -> Broken:
+            raise RuntimeError("dispatch modes changed")
+
+    monkeypatch.setattr(dispatch, "TorchDispatchMode", Broken)
+    assert backend_label(attend) == "unknown"
+    monkeypatch.delattr(dispatch, "TorchDispatchMode")
+    assert backend_label(attend) == "unknown"
+    monkeypatch.setitem(sys.modules, "torch.utils._python_dispatch", None)
+    assert backend_label(attend) == "unknown"
+    assert len(calls) == 1  # only the working recorder called it
 
 
 def test_sdpa_backend_names() -> None:
