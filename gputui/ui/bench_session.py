@@ -21,8 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import events, stats
-from gputui.bench.attribution import Attribution, ThroughputPoint, attribute
-from gputui.bench.attribution import _inside as _window_inside  # one rule for "throttled"
+from gputui.bench.attribution import Attribution, ThroughputPoint, attribute, in_episode
 from gputui.bench.request import RunRequest
 from gputui.bench.result import ErrorInfo, Result
 from gputui.bench.run_queue import Finished, Planned, RunQueue
@@ -190,7 +189,7 @@ class LiveRun:
         """Per progress window: did it overlap an episode (the attribution's rule)?"""
         if not episodes:
             return [False] * len(self.points)
-        return [any(_window_inside(p, ep, now) for ep in episodes) for p in self.points]
+        return [any(in_episode(p, ep, now) for ep in episodes) for p in self.points]
 
 
 class BenchSession:

@@ -215,6 +215,17 @@ def test_the_import_graph_counts_every_kind_of_import(tmp_path: Path) -> None:
     assert found == {"gputui.x.b": 3, "gputui.x.c": 5, "gputui.x.d": 6, "gputui.x.e": 7}
 
 
+def test_no_module_imports_a_private_name_of_another() -> None:
+    """What one module keeps private (`_name`) no other imports: a rule two modules share
+    is public where it belongs."""
+    offenders = [f"{p.relative_to(PKG).as_posix()}:{node.lineno} {a.name}"
+                 for p in _sources() for node in ast.walk(ast.parse(p.read_text("utf-8")))
+                 if isinstance(node, ast.ImportFrom) and (node.level or
+                                                          (node.module or "").startswith("gputui"))
+                 for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert offenders == []
+
+
 def test_textual_only_in_ui() -> None:
     offenders = [p.relative_to(PKG).as_posix() for p in _sources()
                  if "textual" in _imports(p) and p.relative_to(PKG).parts[0] != "ui"]
