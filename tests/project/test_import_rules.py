@@ -226,6 +226,23 @@ def test_no_module_imports_a_private_name_of_another() -> None:
     assert offenders == []
 
 
+def test_track_imports_only_the_standard_library() -> None:
+    """gputui.track runs inside the user's training job: the standard library only, and
+    platformdirs inside the function that first needs it (not at import)."""
+    tree = ast.parse((PKG / "track.py").read_text(encoding="utf-8"))
+    top_level = {node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)}
+    imported = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported += [(a.name.split(".")[0], node in top_level) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module != "__future__":
+            imported.append((node.module.split(".")[0], node in top_level))
+    assert ("platformdirs", False) in imported and ("os", True) in imported
+    others = [(name, at_top) for name, at_top in imported
+              if name not in sys.stdlib_module_names and name != "platformdirs"]
+    assert others == [] and ("platformdirs", True) not in imported
+
+
 def test_textual_only_in_ui() -> None:
     offenders = [p.relative_to(PKG).as_posix() for p in _sources()
                  if "textual" in _imports(p) and p.relative_to(PKG).parts[0] != "ui"]
@@ -247,8 +264,11 @@ with contextlib.redirect_stdout(out):
     except SystemExit as e:
         code = e.code
 {extra}
+from gputui.cli import COMMANDS
 print(json.dumps({{"code": code, "torch": "torch" in sys.modules,
-                  "textual": "textual" in sys.modules}}))
+                  "textual": "textual" in sys.modules,
+                  "commands": sorted(c for c in COMMANDS
+                                     if f"gputui.commands.{{c}}" in sys.modules)}}))
 """
 
 
@@ -263,6 +283,8 @@ def _probe(argv: list[str], extra: str = "") -> dict[str, object]:
 def test_cli_paths_do_not_import_torch(argv: list[str]) -> None:
     result = _probe(argv)
     assert result["torch"] is False
+    # Only the subcommand named on the command line has its module imported.
+    assert result["commands"] == [a for a in argv if not a.startswith("-")]
 
 
 def test_snapshot_does_not_import_textual() -> None:
