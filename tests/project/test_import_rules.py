@@ -287,6 +287,28 @@ def test_cli_paths_do_not_import_torch(argv: list[str]) -> None:
     assert result["commands"] == [a for a in argv if not a.startswith("-")]
 
 
+HEAVY_PROBE = """
+import json, sys
+from gputui.cli import COMMANDS, build_parser
+build_parser(list(COMMANDS))  # every subcommand's module, with its arguments
+print(json.dumps({"commands": sorted(c for c in COMMANDS if f"gputui.commands.{c}" in sys.modules),
+                  "heavy": sorted(m for m in HEAVY if m in sys.modules)}))
+"""
+
+
+def test_the_command_line_imports_nothing_heavy_at_module_level() -> None:
+    """cli.py and every subcommand's module, parsers built: the heavy libraries load in a
+    command's `run`, never for `--help` or a parse."""
+    heavy = ("torch", "textual", "pynvml", "psutil", "prometheus_client", "rich",
+             "platformdirs")
+    proc = subprocess.run([sys.executable, "-c", f"HEAVY = {heavy!r}\n" + HEAVY_PROBE],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(loaded["commands"]) >= 7
+    assert loaded["heavy"] == []
+
+
 def test_snapshot_does_not_import_textual() -> None:
     assert _probe(["snapshot", "--json"])["textual"] is False
 

@@ -1,6 +1,6 @@
-"""docs/architecture.md's query funnel, by source: pynvml's functions are called through an
-NvmlQuery; the few called directly are the ones that cannot go through it (opening and
-closing NVML, giving GPM buffers and the event set back)."""
+"""docs/architecture.md's query funnel, by source: pynvml's public functions only, called
+through an NvmlQuery; the few called directly are the ones that cannot go through it
+(opening and closing NVML, giving GPM buffers and the event set back)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,15 @@ def test_only_the_documented_calls_bypass_the_query_funnel() -> None:
     outside = [f"{path}:{line} {name}" for path, found in calls.items()
                for line, name in found if name not in BYPASS]
     assert outside == []
+
+
+def test_only_pynvmls_public_names_are_used() -> None:
+    private = [f"{p.relative_to(PKG).as_posix()}:{node.lineno} {ast.unparse(node)}"
+               for p in sorted(PKG.rglob("*.py"))
+               for node in ast.walk(ast.parse(p.read_text("utf-8")))
+               if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+               and node.value.id == "pynvml" and node.attr.startswith("_")]
+    assert private == []
 
 
 def test_the_check_sees_a_direct_call_and_not_a_funnelled_one() -> None:
