@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 UI = Path(__file__).resolve().parents[2] / "gputui" / "ui"
 # The monitor's modules (the benchmark screens are checked by their own tests).
 MONITOR = [UI / "app.py", UI / "sampler_opener.py", UI / "process_signal.py", UI / "run.py",
@@ -50,6 +52,29 @@ def test_the_monitor_never_blocks_on_the_event_loop() -> None:
 SAMPLER_CONTROLS = {"subscribe", "unsubscribe", "subscribe_frames", "unsubscribe_frames", "start",
                     "stop", "close", "tick", "enable_alerts", "want_detail_fields"}
 SAMPLER_FIXED = {"interval", "source", "nvml_error"}
+
+
+def test_the_textual_version_is_the_installed_one(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read from the .dist-info beside the package (cheap, before the first frame), or
+    from importlib.metadata where that is not there: the same answer."""
+    from importlib.metadata import version
+
+    import textual
+
+    from gputui.ui import textual_adapter
+
+    installed = tuple(int(x) for x in version("textual").split(".")[:2])
+    textual_adapter.textual_version.cache_clear()
+    assert textual_adapter.textual_version() == installed
+    elsewhere = tmp_path / "textual" / "__init__.py"  # no .dist-info beside it
+    monkeypatch.setattr(textual, "__file__", str(elsewhere))
+    textual_adapter.textual_version.cache_clear()
+    assert textual_adapter.textual_version() == installed
+    (tmp_path / "textual-1.0.0.dist-info").mkdir()
+    textual_adapter.textual_version.cache_clear()
+    assert textual_adapter.textual_version() == (1, 0)
+    textual_adapter.textual_version.cache_clear()
 
 
 def _sampler_uses(tree: ast.Module) -> list[str]:
