@@ -94,3 +94,16 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "empty.toml"
     cfg.write_text("")
     monkeypatch.setenv("GPUTUI_CONFIG", str(cfg))
+
+
+def test_watch_rows_carry_the_amd_gpus(tmp_path: Path) -> None:
+    host = three_cards(tmp_path / "box")
+    p = subprocess.run([sys.executable, "-m", "gputui", "watch", "--count", "2", "--interval",
+                        "0.2", "--format", "jsonl", *paths(host)], capture_output=True,
+                       text=True, timeout=60, env=no_nvml_env(), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""  # GPUs were found: no "no GPU data" line
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["gpu"], r["name"]) for r in rows[:3]] == [
+        (0, "AMD Radeon RX 7900 XTX"), (1, "AMD Instinct MI250X"), (2, "AMD Instinct MI300X")]
+    assert len(rows) == 6 and rows[5]["util_gpu_pct"] == 98
