@@ -284,15 +284,14 @@ class LiveRunView(VerticalScroll):
             trials = fmt_trials(result.throughput)
             if trials:
                 lines.append(f"repeats: {trials}")
-            ref = for_result(result.to_dict())
+            ref = for_result(result)
             if ref is not None:
                 lines.append(f"vs published: {ref.text}")
             window = window_words(result.window)
             if window:
                 mark = throttled_mark(result)
                 lines.append(f"GPU over timed window: {window}" + (f"  {mark}" if mark else ""))
-            during = (window_text(result.extra.get("gpu_window")) if result.window is None
-                      else None)
+            during = window_text(result.extra.gpu_window) if result.window is None else None
             if during:
                 lines.append(f"GPU during run: {during}")
             from gputui.bench.ddp_topology import topology_words

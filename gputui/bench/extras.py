@@ -1,0 +1,665 @@
+"""A result's `extra`: what one benchmark kind measures beyond the common fields, typed.
+
+`Extras` is the one place `extra` is written and read. Each key the kinds write has a
+field here: a few every kind may record (`energy`, `gpu_window`, `profile`,
+`headline_point`, the runner's `reference`, the TUI's `throttle_attribution`) and one
+per-kind record (`kind`: a sweep's, the batch finder's, train-to-accuracy's, matmul's,
+membw's, attention's, p2p's, lm-infer's, a DDP run's). Views read these fields; nothing
+outside this module reads or writes `extra`'s JSON.
+
+On disk `extra` is one flat JSON object, as the kinds wrote it before it was typed
+(docs/benchmarks.md). Decoding is lenient where the file is odd and exact where it is
+not: a known key of the wrong type, or a kind's record missing a key it always has, is
+kept as read in `Extras.other` (with keys this version does not know), so every result
+loads and dumps back to the same JSON; views show only what decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+
+class _Bad(ValueError):
+    """A recorded value of the wrong type: its key is kept as read instead."""
+
+
+# --------------------------------------------------------------------------- value checks
+# Numbers stay as read (an int stays an int): a result dumps back to the same bytes.
+
+
+def _num(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise _Bad
+    return v
+
+
+def _opt_num(v: Any) -> float | None:
+    return None if v is None else _num(v)
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _Bad
+    return v
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else _int(v)
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise _Bad
+    return v
+
+
+def _opt_str(v: Any) -> str | None:
+    return None if v is None else _str(v)
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise _Bad
+    return v
+
+
+def _obj(v: Any) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise _Bad
+    return v
+
+
+def _seq(v: Any, item: Callable[[Any], Any]) -> tuple[Any, ...]:
+    if not isinstance(v, list | tuple):
+        raise _Bad
+    return tuple(item(x) for x in v)
+
+
+def _table(v: Any, item: Callable[[Any], Any]) -> dict[str, Any]:
+    return {str(k): item(x) for k, x in _obj(v).items()}
+
+
+# --------------------------------------------------------------------------- common records
+
+
+@dataclass(frozen=True)
+class EnergyNote:
+    """`extra.energy` of a one-process run: the NVML energy counter over the timed loop,
+    and why there is no figure when there is none."""
+
+    source: str
+    window_s: float | None
+    joules: float | None
+    samples: int
+    min_window_s: float
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "window_s": self.window_s, "joules": self.joules,
+                "samples": self.samples, "min_window_s": self.min_window_s,
+                "note": self.note}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> EnergyNote:
+        return cls(source=_str(d.get("source")), window_s=_opt_num(d.get("window_s")),
+                   joules=_opt_num(d.get("joules")), samples=_int(d.get("samples")),
+                   min_window_s=_num(d.get("min_window_s")), note=_opt_str(d.get("note")))
+
+
+@dataclass(frozen=True)
+class RanksEnergy:
+    """`extra.energy` of a DDP run: every rank's GPU counter over its own timed loop."""
+
+    source: str
+    per_rank_joules: tuple[float, ...]
+    window_s: float
+
+    @property
+    def note(self) -> None:
+        return None  # written only when every rank gave a figure
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "per_rank_joules": list(self.per_rank_joules),
+                "window_s": self.window_s}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RanksEnergy:
+        return cls(source=_str(d.get("source")),
+                   per_rank_joules=_seq(d.get("per_rank_joules"), _num),
+                   window_s=_num(d.get("window_s")))
+
+
+def _energy(v: Any) -> EnergyNote | RanksEnergy:
+    d = _obj(v)
+    return RanksEnergy.from_json(d) if "per_rank_joules" in d else EnergyNote.from_json(d)
+
+
+@dataclass(frozen=True)
+class GpuWindow:
+    """`extra.gpu_window`: the worker's own samples of the GPU over one timed loop
+    (bench.clock_window takes them); None fields were never read."""
+
+    samples: int
+    window_s: float
+    clock_sm_mhz_mean: float | None
+    clock_sm_mhz_min: float | None
+    clock_mem_mhz_mean: float | None
+    power_w_mean: float | None
+    power_w_max: float | None
+    power_limit_w: float | None
+    temp_c_max: float | None
+    throttle_mask: int | None  # every clocks-event reason seen, OR-ed
+    source: str | None = None  # how it was sampled (written when known)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"samples": self.samples, "window_s": self.window_s,
+               "clock_sm_mhz_mean": self.clock_sm_mhz_mean,
+               "clock_sm_mhz_min": self.clock_sm_mhz_min,
+               "clock_mem_mhz_mean": self.clock_mem_mhz_mean,
+               "power_w_mean": self.power_w_mean, "power_w_max": self.power_w_max,
+               "power_limit_w": self.power_limit_w, "temp_c_max": self.temp_c_max,
+               "throttle_mask": self.throttle_mask}
+        if self.source is not None:
+            out["source"] = self.source
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> GpuWindow:
+        return cls(samples=_int(d.get("samples")), window_s=_num(d.get("window_s")),
+                   clock_sm_mhz_mean=_opt_num(d.get("clock_sm_mhz_mean")),
+                   clock_sm_mhz_min=_opt_num(d.get("clock_sm_mhz_min")),
+                   clock_mem_mhz_mean=_opt_num(d.get("clock_mem_mhz_mean")),
+                   power_w_mean=_opt_num(d.get("power_w_mean")),
+                   power_w_max=_opt_num(d.get("power_w_max")),
+                   power_limit_w=_opt_num(d.get("power_limit_w")),
+                   temp_c_max=_opt_num(d.get("temp_c_max")),
+                   throttle_mask=_opt_int(d.get("throttle_mask")),
+                   source=_opt_str(d.get("source")))
+
+
+@dataclass(frozen=True)
+class ProfiledOp:
+    name: str
+    count: int
+    self_cpu_ms: float
+    cpu_total_ms: float
+    self_device_ms: float | None  # None on the CPU
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "count": self.count, "self_cpu_ms": self.self_cpu_ms,
+                "cpu_total_ms": self.cpu_total_ms, "self_device_ms": self.self_device_ms}
+
+    @classmethod
+    def from_json(cls, v: Any) -> ProfiledOp:
+        d = _obj(v)
+        return cls(name=_str(d.get("name")), count=_int(d.get("count")),
+                   self_cpu_ms=_num(d.get("self_cpu_ms")),
+                   cpu_total_ms=_num(d.get("cpu_total_ms")),
+                   self_device_ms=_opt_num(d.get("self_device_ms")))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """`extra.profile`: the `--profile` pass after the timed run (torch.profiler)."""
+
+    steps: int
+    activities: tuple[str, ...]
+    top_ops: tuple[ProfiledOp, ...]  # by self time, device time where there is one
+    trace_path: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": self.steps, "activities": list(self.activities),
+                "top_ops": [op.to_json() for op in self.top_ops],
+                "trace_path": self.trace_path}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Profile:
+        return cls(steps=_int(d.get("steps")), activities=_seq(d.get("activities"), _str),
+                   top_ops=_seq(d.get("top_ops"), ProfiledOp.from_json),
+                   trace_path=_opt_str(d.get("trace_path")))
+
+
+@dataclass(frozen=True)
+class ReferenceNote:
+    """`extra.reference`: the published result the run matched in every setting, as the
+    runner judged it (bench.references)."""
+
+    text: str
+    ratio: float
+    value: float
+    unit: str
+    source: str
+    # The reference table's row as it stood when the run was judged (a record: views
+    # match a result against today's table, bench.references.for_result).
+    reference: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "ratio": self.ratio, "value": self.value,
+                "unit": self.unit, "source": self.source, "reference": dict(self.reference)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ReferenceNote:
+        return cls(text=_str(d.get("text")), ratio=_num(d.get("ratio")),
+                   value=_num(d.get("value")), unit=_str(d.get("unit")),
+                   source=_str(d.get("source")), reference=dict(_obj(d.get("reference"))))
+
+
+@dataclass(frozen=True)
+class AttributionNote:
+    """One entry of `extra.throttle_attribution` (the TUI's runs): how the throughput
+    moved while a throttle episode its sampler saw overlapped the run."""
+
+    text: str
+    drop_pct: float | None
+    inside: float | None
+    outside: float | None
+    # The episode as the monitor's sampler recorded it (telemetry ThrottleEpisode.to_dict).
+    episode: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "drop_pct": self.drop_pct, "inside": self.inside,
+                "outside": self.outside, "episode": dict(self.episode)}
+
+    @classmethod
+    def from_json(cls, v: Any) -> AttributionNote:
+        d = _obj(v)
+        return cls(text=_str(d.get("text")), drop_pct=_opt_num(d.get("drop_pct")),
+                   inside=_opt_num(d.get("inside")), outside=_opt_num(d.get("outside")),
+                   episode=dict(_obj(d.get("episode"))))
+
+
+# --------------------------------------------------------------------------- per kind
+# Each record's fields are its JSON keys; a record is written whole, nulls included.
+
+
+@dataclass(frozen=True)
+class SweepExtra:
+    """--sweep (training and inference): the batch sizes tried and the best one."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("sweep_sizes", "best_batch")
+    sweep_sizes: tuple[int, ...]
+    best_batch: int | None = None  # None: no batch ran (or the sweep was cut short)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sweep_sizes": list(self.sweep_sizes), "best_batch": self.best_batch}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SweepExtra:
+        return cls(sweep_sizes=_seq(d.get("sweep_sizes"), _int),
+                   best_batch=_opt_int(d.get("best_batch")))
+
+
+@dataclass(frozen=True)
+class BatchFinderExtra:
+    """batch-finder: the largest batch that fits, what stopped the search, the probes."""
+
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "max_batch_fit", "first_failed_batch", "limit", "probes", "probes_fit",
+        "probes_failed", "recommended_batch", "host_oom")
+    max_batch_fit: int | None
+    first_failed_batch: int | None
+    limit: str  # "cap", "oom", "memory_budget" or "host_oom"
+    probes: int
+    probes_fit: int
+    probes_failed: int
+    recommended_batch: int | None  # largest fit within the headroom
+    host_oom: str | None  # the host out-of-memory error that ended the search
+
+    def to_json(self) -> dict[str, Any]:
+        return {"max_batch_fit": self.max_batch_fit,
+                "first_failed_batch": self.first_failed_batch, "limit": self.limit,
+                "probes": self.probes, "probes_fit": self.probes_fit,
+                "probes_failed": self.probes_failed,
+                "recommended_batch": self.recommended_batch, "host_oom": self.host_oom}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> BatchFinderExtra:
+        return cls(max_batch_fit=_opt_int(d.get("max_batch_fit")),
+                   first_failed_batch=_opt_int(d.get("first_failed_batch")),
+                   limit=_str(d.get("limit")), probes=_int(d.get("probes")),
+                   probes_fit=_int(d.get("probes_fit")),
+                   probes_failed=_int(d.get("probes_failed")),
+                   recommended_batch=_opt_int(d.get("recommended_batch")),
+                   host_oom=_opt_str(d.get("host_oom")))
+
+
+def _curve_point(v: Any) -> tuple[int, float]:
+    step, acc = _seq(v, _num)
+    return _int(step), acc
+
+
+@dataclass(frozen=True)
+class AccuracyExtra:
+    """train-to-accuracy: time and steps to the target, and the accuracy curve."""
+
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "target_accuracy", "reached", "steps_to_target", "final_accuracy",
+        "time_to_target_s", "wall_to_target_s", "setup_time_s", "train_time_s",
+        "eval_time_s", "curve", "stopped_by")
+    target_accuracy: float
+    reached: bool
+    steps_to_target: int | None
+    final_accuracy: float
+    time_to_target_s: float | None  # training seconds only
+    wall_to_target_s: float | None  # evaluations included
+    setup_time_s: float  # the warm-up on a throwaway copy
+    train_time_s: float
+    eval_time_s: float
+    curve: tuple[tuple[int, float], ...]  # (step, validation accuracy) per evaluation
+    stopped_by: str | None  # "target", "steps", "duration" or "cancel"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target_accuracy": self.target_accuracy, "reached": self.reached,
+                "steps_to_target": self.steps_to_target,
+                "final_accuracy": self.final_accuracy,
+                "time_to_target_s": self.time_to_target_s,
+                "wall_to_target_s": self.wall_to_target_s,
+                "setup_time_s": self.setup_time_s, "train_time_s": self.train_time_s,
+                "eval_time_s": self.eval_time_s,
+                "curve": [[step, acc] for step, acc in self.curve],
+                "stopped_by": self.stopped_by}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AccuracyExtra:
+        return cls(target_accuracy=_num(d.get("target_accuracy")),
+                   reached=_bool(d.get("reached")),
+                   steps_to_target=_opt_int(d.get("steps_to_target")),
+                   final_accuracy=_num(d.get("final_accuracy")),
+                   time_to_target_s=_opt_num(d.get("time_to_target_s")),
+                   wall_to_target_s=_opt_num(d.get("wall_to_target_s")),
+                   setup_time_s=_num(d.get("setup_time_s")),
+                   train_time_s=_num(d.get("train_time_s")),
+                   eval_time_s=_num(d.get("eval_time_s")),
+                   curve=_seq(d.get("curve"), _curve_point),
+                   stopped_by=_opt_str(d.get("stopped_by")))
+
+
+def _shape(v: Any) -> tuple[int, ...]:
+    return _seq(v, _int)
+
+
+@dataclass(frozen=True)
+class MatmulExtra:
+    """matmul: the best TFLOP/s per dtype, its shape, and the peak it is held against."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("tflops", "best_shape", "peak_tflops", "peak_source",
+                                       "peak_gpu")
+    tflops: Mapping[str, float]  # dtype → best TFLOP/s
+    best_shape: Mapping[str, tuple[int, ...]]  # dtype → [M, N, K]
+    peak_tflops: Mapping[str, float | None] | None  # dtype → dense peak; None: no row
+    peak_source: str | None  # "table" or "estimated"
+    peak_gpu: str | None  # the peak table's row
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tflops": dict(self.tflops),
+                "best_shape": {k: list(v) for k, v in self.best_shape.items()},
+                "peak_tflops": dict(self.peak_tflops) if self.peak_tflops is not None
+                else None,
+                "peak_source": self.peak_source, "peak_gpu": self.peak_gpu}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> MatmulExtra:
+        peak = d.get("peak_tflops")
+        return cls(tflops=_table(d.get("tflops"), _num),
+                   best_shape=_table(d.get("best_shape"), _shape),
+                   peak_tflops=_table(peak, _opt_num) if peak is not None else None,
+                   peak_source=_opt_str(d.get("peak_source")),
+                   peak_gpu=_opt_str(d.get("peak_gpu")))
+
+
+@dataclass(frozen=True)
+class MembwExtra:
+    """membw: GB/s per kernel (copy, triad, host↔device) and the peak bandwidth."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("gbps", "peak_gbps", "peak_source", "peak_gpu")
+    gbps: Mapping[str, float | None]  # kernel → GB/s
+    peak_gbps: float | None  # never estimated: None without a row of the peak table
+    peak_source: str | None
+    peak_gpu: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gbps": dict(self.gbps), "peak_gbps": self.peak_gbps,
+                "peak_source": self.peak_source, "peak_gpu": self.peak_gpu}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> MembwExtra:
+        return cls(gbps=_table(d.get("gbps"), _opt_num), peak_gbps=_opt_num(d.get("peak_gbps")),
+                   peak_source=_opt_str(d.get("peak_source")),
+                   peak_gpu=_opt_str(d.get("peak_gpu")))
+
+
+@dataclass(frozen=True)
+class AttentionExtra:
+    """attention: the dense peak its points are held against."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("peak_tflops", "peak_dtype")
+    peak_tflops: float | None
+    peak_dtype: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"peak_tflops": self.peak_tflops, "peak_dtype": self.peak_dtype}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AttentionExtra:
+        return cls(peak_tflops=_opt_num(d.get("peak_tflops")),
+                   peak_dtype=_opt_str(d.get("peak_dtype")))
+
+
+@dataclass(frozen=True)
+class P2pExtra:
+    """p2p: copy GB/s per ordered pair of GPUs ("0->1")."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("gbps",)
+    gbps: Mapping[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gbps": dict(self.gbps)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> P2pExtra:
+        return cls(gbps=_table(d.get("gbps"), _num))
+
+
+@dataclass(frozen=True)
+class LmInferExtra:
+    """lm-infer: why a sweep stopped early, and why there is no MBU. Each key is written
+    only when it has something to say."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("sweep_stopped", "peak_bandwidth")
+    sweep_stopped: str | None = None  # "batch 64: out of memory"
+    peak_bandwidth: str | None = None  # "none: the peak table has no row for this GPU"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in (("sweep_stopped", self.sweep_stopped),
+                                  ("peak_bandwidth", self.peak_bandwidth)) if v is not None}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> LmInferExtra:
+        return cls(sweep_stopped=_opt_str(d.get("sweep_stopped")),
+                   peak_bandwidth=_opt_str(d.get("peak_bandwidth")))
+
+
+@dataclass(frozen=True)
+class AllReduce:
+    """A DDP run's gradient all-reduce, timed alone after the loop."""
+
+    ms: float | None
+    bytes: int
+    step_ms: float | None
+    share_of_step: float | None
+    definition: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ms": self.ms, "bytes": self.bytes, "step_ms": self.step_ms,
+                "share_of_step": self.share_of_step, "definition": self.definition}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllReduce:
+        return cls(ms=_opt_num(d.get("ms")), bytes=_int(d.get("bytes")),
+                   step_ms=_opt_num(d.get("step_ms")),
+                   share_of_step=_opt_num(d.get("share_of_step")),
+                   definition=_str(d.get("definition")))
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """A DDP run against --baseline (the same run on one process)."""
+
+    baseline_id: str | None
+    baseline_value: float
+    baseline_world: int
+    world_size: int
+    total: float | None
+    efficiency: float
+    definition: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"baseline_id": self.baseline_id, "baseline_value": self.baseline_value,
+                "baseline_world": self.baseline_world, "world_size": self.world_size,
+                "total": self.total, "efficiency": self.efficiency,
+                "definition": self.definition}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Scaling:
+        return cls(baseline_id=_opt_str(d.get("baseline_id")),
+                   baseline_value=_num(d.get("baseline_value")),
+                   baseline_world=_int(d.get("baseline_world")),
+                   world_size=_int(d.get("world_size")), total=_opt_num(d.get("total")),
+                   efficiency=_num(d.get("efficiency")), definition=_str(d.get("definition")))
+
+
+@dataclass(frozen=True)
+class DdpExtra:
+    """A data-parallel run (--nproc, --nnodes): each rank's share, the all-reduce, and
+    the scaling against a baseline when one was given."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("per_rank_samples_per_s", "per_rank_samples",
+                                       "allreduce", "scaling")
+    per_rank_samples_per_s: tuple[float, ...]
+    per_rank_samples: tuple[int, ...]
+    allreduce: AllReduce | None = None  # not timed when the loop stopped early
+    scaling: Scaling | None = None  # only against --baseline
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.allreduce is not None:
+            out["allreduce"] = self.allreduce.to_json()
+        if self.scaling is not None:
+            out["scaling"] = self.scaling.to_json()
+        out["per_rank_samples_per_s"] = list(self.per_rank_samples_per_s)
+        out["per_rank_samples"] = list(self.per_rank_samples)
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> DdpExtra:
+        ar, sc = d.get("allreduce"), d.get("scaling")
+        return cls(per_rank_samples_per_s=_seq(d.get("per_rank_samples_per_s"), _num),
+                   per_rank_samples=_seq(d.get("per_rank_samples"), _int),
+                   allreduce=AllReduce.from_json(_obj(ar)) if ar is not None else None,
+                   scaling=Scaling.from_json(_obj(sc)) if sc is not None else None)
+
+
+KindExtra = (SweepExtra | BatchFinderExtra | AccuracyExtra | MatmulExtra | MembwExtra
+             | AttentionExtra | P2pExtra | LmInferExtra | DdpExtra)
+K = TypeVar("K", SweepExtra, BatchFinderExtra, AccuracyExtra, MatmulExtra, MembwExtra,
+            AttentionExtra, P2pExtra, LmInferExtra, DdpExtra)
+
+# Which record a benchmark's own keys are; the others (cnn/rnn training and inference)
+# have a sweep's or a DDP run's, whichever keys the file holds.
+_KIND_OF: Mapping[str, tuple[type[KindExtra], ...]] = {
+    "batch-finder": (BatchFinderExtra,), "train-to-accuracy": (AccuracyExtra,),
+    "matmul": (MatmulExtra,), "membw": (MembwExtra,), "attention": (AttentionExtra,),
+    "p2p": (P2pExtra,), "lm-infer": (LmInferExtra,),
+}
+_BY_VARIANT: tuple[type[KindExtra], ...] = (SweepExtra, DdpExtra)
+
+# The order of `extra`'s keys on disk: the order the kinds have always written them in
+# (a kind writes its common keys where it measures them), so a result dumps back
+# byte for byte. Keys this version does not know follow, as read.
+ORDER: tuple[str, ...] = (
+    "sweep_sizes", "best_batch", "sweep_stopped",
+    "allreduce", "scaling", "per_rank_samples_per_s", "per_rank_samples",
+    "headline_point", "energy", "gpu_window", "peak_bandwidth", "profile",
+    "tflops", "best_shape", "gbps", "peak_tflops", "peak_dtype", "peak_gbps", "peak_source",
+    "peak_gpu", *BatchFinderExtra.KEYS, *AccuracyExtra.KEYS,
+    "reference", "throttle_attribution",
+)
+
+
+@dataclass(frozen=True)
+class Extras:
+    """A result's `extra`, typed. Empty for kinds that measure nothing beyond the common
+    fields (a plain training or inference run on the CPU)."""
+
+    kind: KindExtra | None = None
+    # The point whose figure is the headline (matmul "bf16 8192x8192x8192", attention
+    # "d128 s16384 full fwd+bwd", an lm-infer sweep's "batch 8").
+    headline_point: str | None = None
+    energy: EnergyNote | RanksEnergy | None = None
+    # The worker's own sampling of the GPU over the timed loop (`window` is the runner's).
+    gpu_window: GpuWindow | None = None
+    profile: Profile | None = None
+    reference: ReferenceNote | None = None
+    throttle_attribution: tuple[AttributionNote, ...] | None = None
+    # Keys this version does not know, and known ones that did not decode: kept as read.
+    other: Mapping[str, Any] = field(default_factory=dict)
+
+    def of(self, cls: type[K]) -> K | None:
+        """The kind's record when it is a `cls`, else None."""
+        return self.kind if isinstance(self.kind, cls) else None
+
+    def to_json(self) -> dict[str, Any]:
+        known: dict[str, Any] = self.kind.to_json() if self.kind is not None else {}
+        for key, value in (
+                ("headline_point", self.headline_point),
+                ("energy", self.energy.to_json() if self.energy else None),
+                ("gpu_window", self.gpu_window.to_json() if self.gpu_window else None),
+                ("profile", self.profile.to_json() if self.profile else None),
+                ("reference", self.reference.to_json() if self.reference else None),
+                ("throttle_attribution", [a.to_json() for a in self.throttle_attribution]
+                 if self.throttle_attribution is not None else None)):
+            if value is not None:
+                known[key] = value
+        out = {k: known.pop(k) for k in ORDER if k in known}
+        out.update(known)
+        out.update({k: v for k, v in self.other.items() if k not in out})
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], benchmark: str) -> Extras:
+        other = dict(d)
+
+        def take(key: str, decode: Callable[[Any], Any]) -> Any:
+            if key not in other or other[key] is None:
+                return None
+            try:
+                value = decode(other[key])
+            except (_Bad, TypeError, ValueError):
+                return None  # stays in `other`, as read
+            del other[key]
+            return value
+
+        kind: KindExtra | None = None
+        for candidate in _KIND_OF.get(benchmark, _BY_VARIANT):
+            keys = [k for k in candidate.KEYS if k in d]
+            if not keys:
+                continue
+            try:
+                kind = candidate.from_json(d)
+            except (_Bad, TypeError, ValueError):
+                break
+            for k in keys:
+                del other[k]
+            break
+        return cls(
+            kind=kind,
+            headline_point=take("headline_point", _str),
+            energy=take("energy", _energy),
+            gpu_window=take("gpu_window", lambda v: GpuWindow.from_json(_obj(v))),
+            profile=take("profile", lambda v: Profile.from_json(_obj(v))),
+            reference=take("reference", lambda v: ReferenceNote.from_json(_obj(v))),
+            throttle_attribution=take("throttle_attribution",
+                                      lambda v: _seq(v, AttributionNote.from_json)),
+            other=other)
