@@ -20,66 +20,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-
-class _Bad(ValueError):
-    """A recorded value of the wrong type: its key is kept as read instead."""
-
-
-# --------------------------------------------------------------------------- value checks
-# Numbers stay as read (an int stays an int): a result dumps back to the same bytes.
-
-
-def _num(v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise _Bad
-    return v
-
-
-def _opt_num(v: Any) -> float | None:
-    return None if v is None else _num(v)
-
-
-def _int(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise _Bad
-    return v
-
-
-def _opt_int(v: Any) -> int | None:
-    return None if v is None else _int(v)
-
-
-def _str(v: Any) -> str:
-    if not isinstance(v, str):
-        raise _Bad
-    return v
-
-
-def _opt_str(v: Any) -> str | None:
-    return None if v is None else _str(v)
-
-
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise _Bad
-    return v
-
-
-def _obj(v: Any) -> Mapping[str, Any]:
-    if not isinstance(v, Mapping):
-        raise _Bad
-    return v
-
-
-def _seq(v: Any, item: Callable[[Any], Any]) -> tuple[Any, ...]:
-    if not isinstance(v, list | tuple):
-        raise _Bad
-    return tuple(item(x) for x in v)
-
-
-def _table(v: Any, item: Callable[[Any], Any]) -> dict[str, Any]:
-    return {str(k): item(x) for k, x in _obj(v).items()}
-
+from gputui.bench.record_json import (
+    BadValue,
+    flag,
+    num,
+    obj,
+    opt_num,
+    opt_text,
+    opt_whole,
+    seq,
+    table,
+    text,
+    whole,
+)
 
 # --------------------------------------------------------------------------- common records
 
@@ -103,9 +56,9 @@ class EnergyNote:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> EnergyNote:
-        return cls(source=_str(d.get("source")), window_s=_opt_num(d.get("window_s")),
-                   joules=_opt_num(d.get("joules")), samples=_int(d.get("samples")),
-                   min_window_s=_num(d.get("min_window_s")), note=_opt_str(d.get("note")))
+        return cls(source=text(d.get("source")), window_s=opt_num(d.get("window_s")),
+                   joules=opt_num(d.get("joules")), samples=whole(d.get("samples")),
+                   min_window_s=num(d.get("min_window_s")), note=opt_text(d.get("note")))
 
 
 @dataclass(frozen=True)
@@ -126,13 +79,13 @@ class RanksEnergy:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> RanksEnergy:
-        return cls(source=_str(d.get("source")),
-                   per_rank_joules=_seq(d.get("per_rank_joules"), _num),
-                   window_s=_num(d.get("window_s")))
+        return cls(source=text(d.get("source")),
+                   per_rank_joules=seq(d.get("per_rank_joules"), num),
+                   window_s=num(d.get("window_s")))
 
 
 def _energy(v: Any) -> EnergyNote | RanksEnergy:
-    d = _obj(v)
+    d = obj(v)
     return RanksEnergy.from_json(d) if "per_rank_joules" in d else EnergyNote.from_json(d)
 
 
@@ -167,16 +120,16 @@ class GpuWindow:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> GpuWindow:
-        return cls(samples=_int(d.get("samples")), window_s=_num(d.get("window_s")),
-                   clock_sm_mhz_mean=_opt_num(d.get("clock_sm_mhz_mean")),
-                   clock_sm_mhz_min=_opt_num(d.get("clock_sm_mhz_min")),
-                   clock_mem_mhz_mean=_opt_num(d.get("clock_mem_mhz_mean")),
-                   power_w_mean=_opt_num(d.get("power_w_mean")),
-                   power_w_max=_opt_num(d.get("power_w_max")),
-                   power_limit_w=_opt_num(d.get("power_limit_w")),
-                   temp_c_max=_opt_num(d.get("temp_c_max")),
-                   throttle_mask=_opt_int(d.get("throttle_mask")),
-                   source=_opt_str(d.get("source")))
+        return cls(samples=whole(d.get("samples")), window_s=num(d.get("window_s")),
+                   clock_sm_mhz_mean=opt_num(d.get("clock_sm_mhz_mean")),
+                   clock_sm_mhz_min=opt_num(d.get("clock_sm_mhz_min")),
+                   clock_mem_mhz_mean=opt_num(d.get("clock_mem_mhz_mean")),
+                   power_w_mean=opt_num(d.get("power_w_mean")),
+                   power_w_max=opt_num(d.get("power_w_max")),
+                   power_limit_w=opt_num(d.get("power_limit_w")),
+                   temp_c_max=opt_num(d.get("temp_c_max")),
+                   throttle_mask=opt_whole(d.get("throttle_mask")),
+                   source=opt_text(d.get("source")))
 
 
 @dataclass(frozen=True)
@@ -193,11 +146,11 @@ class ProfiledOp:
 
     @classmethod
     def from_json(cls, v: Any) -> ProfiledOp:
-        d = _obj(v)
-        return cls(name=_str(d.get("name")), count=_int(d.get("count")),
-                   self_cpu_ms=_num(d.get("self_cpu_ms")),
-                   cpu_total_ms=_num(d.get("cpu_total_ms")),
-                   self_device_ms=_opt_num(d.get("self_device_ms")))
+        d = obj(v)
+        return cls(name=text(d.get("name")), count=whole(d.get("count")),
+                   self_cpu_ms=num(d.get("self_cpu_ms")),
+                   cpu_total_ms=num(d.get("cpu_total_ms")),
+                   self_device_ms=opt_num(d.get("self_device_ms")))
 
 
 @dataclass(frozen=True)
@@ -216,9 +169,9 @@ class Profile:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Profile:
-        return cls(steps=_int(d.get("steps")), activities=_seq(d.get("activities"), _str),
-                   top_ops=_seq(d.get("top_ops"), ProfiledOp.from_json),
-                   trace_path=_opt_str(d.get("trace_path")))
+        return cls(steps=whole(d.get("steps")), activities=seq(d.get("activities"), text),
+                   top_ops=seq(d.get("top_ops"), ProfiledOp.from_json),
+                   trace_path=opt_text(d.get("trace_path")))
 
 
 @dataclass(frozen=True)
@@ -241,9 +194,9 @@ class ReferenceNote:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ReferenceNote:
-        return cls(text=_str(d.get("text")), ratio=_num(d.get("ratio")),
-                   value=_num(d.get("value")), unit=_str(d.get("unit")),
-                   source=_str(d.get("source")), reference=dict(_obj(d.get("reference"))))
+        return cls(text=text(d.get("text")), ratio=num(d.get("ratio")),
+                   value=num(d.get("value")), unit=text(d.get("unit")),
+                   source=text(d.get("source")), reference=dict(obj(d.get("reference"))))
 
 
 @dataclass(frozen=True)
@@ -264,10 +217,10 @@ class AttributionNote:
 
     @classmethod
     def from_json(cls, v: Any) -> AttributionNote:
-        d = _obj(v)
-        return cls(text=_str(d.get("text")), drop_pct=_opt_num(d.get("drop_pct")),
-                   inside=_opt_num(d.get("inside")), outside=_opt_num(d.get("outside")),
-                   episode=dict(_obj(d.get("episode"))))
+        d = obj(v)
+        return cls(text=text(d.get("text")), drop_pct=opt_num(d.get("drop_pct")),
+                   inside=opt_num(d.get("inside")), outside=opt_num(d.get("outside")),
+                   episode=dict(obj(d.get("episode"))))
 
 
 # --------------------------------------------------------------------------- per kind
@@ -287,8 +240,8 @@ class SweepExtra:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SweepExtra:
-        return cls(sweep_sizes=_seq(d.get("sweep_sizes"), _int),
-                   best_batch=_opt_int(d.get("best_batch")))
+        return cls(sweep_sizes=seq(d.get("sweep_sizes"), whole),
+                   best_batch=opt_whole(d.get("best_batch")))
 
 
 @dataclass(frozen=True)
@@ -316,18 +269,18 @@ class BatchFinderExtra:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> BatchFinderExtra:
-        return cls(max_batch_fit=_opt_int(d.get("max_batch_fit")),
-                   first_failed_batch=_opt_int(d.get("first_failed_batch")),
-                   limit=_str(d.get("limit")), probes=_int(d.get("probes")),
-                   probes_fit=_int(d.get("probes_fit")),
-                   probes_failed=_int(d.get("probes_failed")),
-                   recommended_batch=_opt_int(d.get("recommended_batch")),
-                   host_oom=_opt_str(d.get("host_oom")))
+        return cls(max_batch_fit=opt_whole(d.get("max_batch_fit")),
+                   first_failed_batch=opt_whole(d.get("first_failed_batch")),
+                   limit=text(d.get("limit")), probes=whole(d.get("probes")),
+                   probes_fit=whole(d.get("probes_fit")),
+                   probes_failed=whole(d.get("probes_failed")),
+                   recommended_batch=opt_whole(d.get("recommended_batch")),
+                   host_oom=opt_text(d.get("host_oom")))
 
 
 def _curve_point(v: Any) -> tuple[int, float]:
-    step, acc = _seq(v, _num)
-    return _int(step), acc
+    step, acc = seq(v, num)
+    return whole(step), acc
 
 
 @dataclass(frozen=True)
@@ -363,21 +316,21 @@ class AccuracyExtra:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> AccuracyExtra:
-        return cls(target_accuracy=_num(d.get("target_accuracy")),
-                   reached=_bool(d.get("reached")),
-                   steps_to_target=_opt_int(d.get("steps_to_target")),
-                   final_accuracy=_num(d.get("final_accuracy")),
-                   time_to_target_s=_opt_num(d.get("time_to_target_s")),
-                   wall_to_target_s=_opt_num(d.get("wall_to_target_s")),
-                   setup_time_s=_num(d.get("setup_time_s")),
-                   train_time_s=_num(d.get("train_time_s")),
-                   eval_time_s=_num(d.get("eval_time_s")),
-                   curve=_seq(d.get("curve"), _curve_point),
-                   stopped_by=_opt_str(d.get("stopped_by")))
+        return cls(target_accuracy=num(d.get("target_accuracy")),
+                   reached=flag(d.get("reached")),
+                   steps_to_target=opt_whole(d.get("steps_to_target")),
+                   final_accuracy=num(d.get("final_accuracy")),
+                   time_to_target_s=opt_num(d.get("time_to_target_s")),
+                   wall_to_target_s=opt_num(d.get("wall_to_target_s")),
+                   setup_time_s=num(d.get("setup_time_s")),
+                   train_time_s=num(d.get("train_time_s")),
+                   eval_time_s=num(d.get("eval_time_s")),
+                   curve=seq(d.get("curve"), _curve_point),
+                   stopped_by=opt_text(d.get("stopped_by")))
 
 
 def _shape(v: Any) -> tuple[int, ...]:
-    return _seq(v, _int)
+    return seq(v, whole)
 
 
 @dataclass(frozen=True)
@@ -402,11 +355,11 @@ class MatmulExtra:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> MatmulExtra:
         peak = d.get("peak_tflops")
-        return cls(tflops=_table(d.get("tflops"), _num),
-                   best_shape=_table(d.get("best_shape"), _shape),
-                   peak_tflops=_table(peak, _opt_num) if peak is not None else None,
-                   peak_source=_opt_str(d.get("peak_source")),
-                   peak_gpu=_opt_str(d.get("peak_gpu")))
+        return cls(tflops=table(d.get("tflops"), num),
+                   best_shape=table(d.get("best_shape"), _shape),
+                   peak_tflops=table(peak, opt_num) if peak is not None else None,
+                   peak_source=opt_text(d.get("peak_source")),
+                   peak_gpu=opt_text(d.get("peak_gpu")))
 
 
 @dataclass(frozen=True)
@@ -425,9 +378,9 @@ class MembwExtra:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> MembwExtra:
-        return cls(gbps=_table(d.get("gbps"), _opt_num), peak_gbps=_opt_num(d.get("peak_gbps")),
-                   peak_source=_opt_str(d.get("peak_source")),
-                   peak_gpu=_opt_str(d.get("peak_gpu")))
+        return cls(gbps=table(d.get("gbps"), opt_num), peak_gbps=opt_num(d.get("peak_gbps")),
+                   peak_source=opt_text(d.get("peak_source")),
+                   peak_gpu=opt_text(d.get("peak_gpu")))
 
 
 @dataclass(frozen=True)
@@ -443,8 +396,8 @@ class AttentionExtra:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> AttentionExtra:
-        return cls(peak_tflops=_opt_num(d.get("peak_tflops")),
-                   peak_dtype=_opt_str(d.get("peak_dtype")))
+        return cls(peak_tflops=opt_num(d.get("peak_tflops")),
+                   peak_dtype=opt_text(d.get("peak_dtype")))
 
 
 @dataclass(frozen=True)
@@ -459,7 +412,7 @@ class P2pExtra:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> P2pExtra:
-        return cls(gbps=_table(d.get("gbps"), _num))
+        return cls(gbps=table(d.get("gbps"), num))
 
 
 @dataclass(frozen=True)
@@ -477,8 +430,8 @@ class LmInferExtra:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> LmInferExtra:
-        return cls(sweep_stopped=_opt_str(d.get("sweep_stopped")),
-                   peak_bandwidth=_opt_str(d.get("peak_bandwidth")))
+        return cls(sweep_stopped=opt_text(d.get("sweep_stopped")),
+                   peak_bandwidth=opt_text(d.get("peak_bandwidth")))
 
 
 @dataclass(frozen=True)
@@ -497,10 +450,10 @@ class AllReduce:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> AllReduce:
-        return cls(ms=_opt_num(d.get("ms")), bytes=_int(d.get("bytes")),
-                   step_ms=_opt_num(d.get("step_ms")),
-                   share_of_step=_opt_num(d.get("share_of_step")),
-                   definition=_str(d.get("definition")))
+        return cls(ms=opt_num(d.get("ms")), bytes=whole(d.get("bytes")),
+                   step_ms=opt_num(d.get("step_ms")),
+                   share_of_step=opt_num(d.get("share_of_step")),
+                   definition=text(d.get("definition")))
 
 
 @dataclass(frozen=True)
@@ -523,11 +476,11 @@ class Scaling:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Scaling:
-        return cls(baseline_id=_opt_str(d.get("baseline_id")),
-                   baseline_value=_num(d.get("baseline_value")),
-                   baseline_world=_int(d.get("baseline_world")),
-                   world_size=_int(d.get("world_size")), total=_opt_num(d.get("total")),
-                   efficiency=_num(d.get("efficiency")), definition=_str(d.get("definition")))
+        return cls(baseline_id=opt_text(d.get("baseline_id")),
+                   baseline_value=num(d.get("baseline_value")),
+                   baseline_world=whole(d.get("baseline_world")),
+                   world_size=whole(d.get("world_size")), total=opt_num(d.get("total")),
+                   efficiency=num(d.get("efficiency")), definition=text(d.get("definition")))
 
 
 @dataclass(frozen=True)
@@ -555,10 +508,10 @@ class DdpExtra:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> DdpExtra:
         ar, sc = d.get("allreduce"), d.get("scaling")
-        return cls(per_rank_samples_per_s=_seq(d.get("per_rank_samples_per_s"), _num),
-                   per_rank_samples=_seq(d.get("per_rank_samples"), _int),
-                   allreduce=AllReduce.from_json(_obj(ar)) if ar is not None else None,
-                   scaling=Scaling.from_json(_obj(sc)) if sc is not None else None)
+        return cls(per_rank_samples_per_s=seq(d.get("per_rank_samples_per_s"), num),
+                   per_rank_samples=seq(d.get("per_rank_samples"), whole),
+                   allreduce=AllReduce.from_json(obj(ar)) if ar is not None else None,
+                   scaling=Scaling.from_json(obj(sc)) if sc is not None else None)
 
 
 KindExtra = (SweepExtra | BatchFinderExtra | AccuracyExtra | MatmulExtra | MembwExtra
@@ -636,7 +589,7 @@ class Extras:
                 return None
             try:
                 value = decode(other[key])
-            except (_Bad, TypeError, ValueError):
+            except (BadValue, TypeError, ValueError):
                 return None  # stays in `other`, as read
             del other[key]
             return value
@@ -648,18 +601,18 @@ class Extras:
                 continue
             try:
                 kind = candidate.from_json(d)
-            except (_Bad, TypeError, ValueError):
+            except (BadValue, TypeError, ValueError):
                 break
             for k in keys:
                 del other[k]
             break
         return cls(
             kind=kind,
-            headline_point=take("headline_point", _str),
+            headline_point=take("headline_point", text),
             energy=take("energy", _energy),
-            gpu_window=take("gpu_window", lambda v: GpuWindow.from_json(_obj(v))),
-            profile=take("profile", lambda v: Profile.from_json(_obj(v))),
-            reference=take("reference", lambda v: ReferenceNote.from_json(_obj(v))),
+            gpu_window=take("gpu_window", lambda v: GpuWindow.from_json(obj(v))),
+            profile=take("profile", lambda v: Profile.from_json(obj(v))),
+            reference=take("reference", lambda v: ReferenceNote.from_json(obj(v))),
             throttle_attribution=take("throttle_attribution",
-                                      lambda v: _seq(v, AttributionNote.from_json)),
+                                      lambda v: seq(v, AttributionNote.from_json)),
             other=other)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
+from gputui.bench.config import RunConfig
 from gputui.bench.events import Point
 from gputui.bench.extras import Extras
 from gputui.bench.flops import Flops
@@ -100,8 +101,8 @@ class Result:
     extra: Extras = field(default_factory=Extras)
     # The GPU's state over the timed loops, sampled by the runner (bench.throttle_window).
     window: WindowStats | None = None
-    # Settings that change the number, read once per run (bench.config): "gpu", "torch".
-    config: Mapping[str, Any] = field(default_factory=dict)
+    # Settings that change the number, read once per run (bench.config).
+    config: RunConfig = field(default_factory=RunConfig)
     # Model FLOPs per sample, achieved TFLOP/s and MFU (bench.flops); None for probes.
     flops: Flops | None = None
     # LLM serving figures: TTFT, TPOT, ITL, decode bandwidth, MBU (bench.llm_metrics).
@@ -152,8 +153,7 @@ class Result:
             "error": self.error.to_dict() if self.error else None,
             "extra": self.extra.to_json(),
             "window": self.window.to_dict() if self.window else None,
-            "config": {k: dict(v) if isinstance(v, Mapping) else v
-                       for k, v in self.config.items()},
+            "config": self.config.to_json(),
             "flops": self.flops.to_dict() if self.flops else None,
             "llm": self.llm.to_dict() if self.llm else None,
         }
@@ -207,7 +207,7 @@ class Result:
             extra=Extras.from_json(_dict(doc.get("extra"), "extra"), bench),
             window=(WindowStats.from_dict(_dict(doc.get("window"), "window"))
                     if doc.get("window") is not None else None),
-            config=_dict(doc.get("config"), "config"),
+            config=RunConfig.from_json(_dict(doc.get("config"), "config")),
             flops=(Flops.from_dict(_dict(doc.get("flops"), "flops"))
                    if doc.get("flops") is not None else None),
             llm=(LlmStats.from_dict(_dict(doc.get("llm"), "llm"))

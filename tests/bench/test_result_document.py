@@ -69,6 +69,7 @@ def test_a_saved_result_loads_typed_and_dumps_back_byte_for_byte(name: str) -> N
     expected = KIND[name]
     assert (r.extra.kind is None) if expected is None else isinstance(r.extra.kind, expected)
     assert r.extra.other == {}  # every key of extra read into a typed field
+    assert r.config.other == {} and r.config.torch is not None and r.config.gpu is not None
     assert text_of(r)  # and every view of it draws
 
 
@@ -193,6 +194,62 @@ def test_lm_infer_keys_keep_their_values_in_the_written_order() -> None:
     assert lm is not None and lm.sweep_stopped == "batch 64: out of memory"
     assert r.extra.headline_point == "batch 32" and r.extra.other == {}
     assert r.to_dict()["extra"] == extra
+
+
+GPU_CONFIG = {
+    "torch": {"cudnn_benchmark": True, "cudnn_deterministic": False,
+              "deterministic_algorithms": False, "tf32_matmul": False, "tf32_cudnn": True,
+              "allow_fp16_reduced_precision_reduction": True,
+              "allow_bf16_reduced_precision_reduction": True,
+              "float32_matmul_precision": "highest", "max_memory_allocated_bytes": 123456,
+              "max_memory_reserved_bytes": 234567, "nccl_version": "2.27.3",
+              "distributed_backend": None},
+    "gpu": {"gpu_index": 0, "power_limit_default_w": 700.0, "power_limit_enforced_w": 700.0,
+            "persistence_mode": True, "app_clock_sm_mhz": 1980, "app_clock_mem_mhz": 2619,
+            "default_app_clock_sm_mhz": 1980, "default_app_clock_mem_mhz": 2619,
+            "app_clocks_changed": False, "ecc_mode": True, "mig_mode": False,
+            "compute_mode": "Default", "pcie_gen": 5, "pcie_gen_max": 5, "pcie_width": 16,
+            "pcie_width_max": 16, "clock_sm_max_mhz": 1980, "clock_mem_max_mhz": 2619},
+    "topology": None,
+}
+
+
+@pytest.mark.parametrize("config", [
+    GPU_CONFIG,
+    {**GPU_CONFIG, "torch": {"error": "RuntimeError: no CUDA context"}},
+    {"torch": GPU_CONFIG["torch"]},  # the worker's own document: the runner adds the rest
+    {**GPU_CONFIG, "topology": {"gpus": [{"rank": 0, "uuid": "GPU-a", "nvml_index": 0}],
+                                "pairs": [], "source": "NVML"}},
+    {},
+])
+def test_config_loads_typed_and_dumps_back_byte_for_byte(config: dict[str, Any]) -> None:
+    doc = json.loads((FILES / "cnn-train.json").read_text())
+    doc["config"] = config
+    raw = json.dumps(doc, indent=2) + "\n"
+    r = Result.from_dict(json.loads(raw))
+    assert results_store.dumps(r) == raw and r.config.other == {}
+    assert (r.config.gpu is None) == ("gpu" not in config)
+
+
+def test_gpu_config_reaches_the_summary() -> None:
+    doc = json.loads((FILES / "cnn-train.json").read_text())
+    doc["config"] = GPU_CONFIG
+    out = text_of(Result.from_dict(doc))
+    assert "power limit │ 700 W enforced (default 700 W)" in out
+    assert "persistence on, ECC on, MIG off, compute mode Default" in out
+    assert "PCIe link │ gen 5 x16 (max gen 5 x16)" in out
+    assert "memory peaks │ allocated" in out and "NCCL │ 2.27.3" in out
+
+
+def test_odd_config_halves_are_kept_as_read() -> None:
+    doc = json.loads((FILES / "cnn-train.json").read_text())
+    odd = {"torch": {**GPU_CONFIG["torch"], "a_later_switch": True},
+           "gpu": {**GPU_CONFIG["gpu"], "pcie_gen": "five"}, "topology": 3}
+    doc["config"] = odd
+    r = Result.from_dict(doc)
+    assert r.config.torch is None and r.config.gpu is None and r.config.other == odd
+    assert r.to_dict()["config"] == odd
+    assert "PCIe link" not in text_of(r)
 
 
 # --------------------------------------------------------------------------- odd files

@@ -296,7 +296,7 @@ class LiveRunView(VerticalScroll):
                 lines.append(f"GPU during run: {during}")
             from gputui.bench.ddp_topology import topology_words
 
-            topo = topology_words(result.config)
+            topo = topology_words(result.config.topology)
             if topo:
                 lines.append(f"GPU topology: {topo}")
         points = live.sweep_points or (list(result.points) if result is not None else [])
