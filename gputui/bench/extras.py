@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from gputui.bench.record_json import (
-    BadValue,
     flag,
     num,
     obj,
@@ -589,7 +588,7 @@ class Extras:
                 return None
             try:
                 value = decode(other[key])
-            except (BadValue, TypeError, ValueError):
+            except ValueError:  # record_json.BadValue
                 return None  # stays in `other`, as read
             del other[key]
             return value
@@ -601,8 +600,8 @@ class Extras:
                 continue
             try:
                 kind = candidate.from_json(d)
-            except (BadValue, TypeError, ValueError):
-                break
+            except ValueError:  # record_json.BadValue, or a curve point that is not a pair
+                break  # its keys stay in `other`, as read
             for k in keys:
                 del other[k]
             break
