@@ -88,7 +88,10 @@ class Result:
     peak_memory_bytes: int | None = None
     energy_j_per_sample: float | None = None
     avg_power_w: float | None = None
+    # As telemetry's ThrottleEpisode.to_dict recorded them during the run.
     throttle_episodes: tuple[Mapping[str, Any], ...] = ()
+    # Open records, not typed: every setting and version the run had, which differ by kind
+    # and device; views show and compare them key by key (bench.compare) and read a few.
     settings: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, Any] = field(default_factory=dict)
     started_at: str | None = None
