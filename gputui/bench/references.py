@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import peaks
-from gputui.bench.extras import MatmulExtra, ReferenceNote
+from gputui.bench.extras import ReferenceNote
+from gputui.bench.kind_extras import MatmulExtra
 
 if TYPE_CHECKING:
     from gputui.bench.result import Result

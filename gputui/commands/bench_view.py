@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gputui.bench.extras import BatchFinderExtra, DdpExtra
 from gputui.bench.fmt import (
     DASH,
     NA,
@@ -19,6 +18,7 @@ from gputui.bench.fmt import (
     fmt_trials,
     when,
 )
+from gputui.bench.kind_extras import BatchFinderExtra, DdpExtra
 from gputui.bench.result import Result
 from gputui.bench.result_text import throttled_mark
 from gputui.safe_text import no_markup, printable

@@ -17,17 +17,16 @@ from rich.console import Console
 
 from gputui.bench import results_store
 from gputui.bench.events import Point
-from gputui.bench.extras import (
+from gputui.bench.extras import EnergyNote, RanksEnergy
+from gputui.bench.kind_extras import (
     AccuracyExtra,
     AttentionExtra,
     BatchFinderExtra,
     DdpExtra,
-    EnergyNote,
     KindExtra,
     LmInferExtra,
     MatmulExtra,
     MembwExtra,
-    RanksEnergy,
     SweepExtra,
 )
 from gputui.bench.result import ErrorInfo, Result, ResultBuilder

@@ -29,7 +29,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gputui.bench import catalog, events
-from gputui.bench.extras import AllReduce, DdpExtra, RanksEnergy, Scaling
+from gputui.bench.extras import RanksEnergy
+from gputui.bench.kind_extras import AllReduce, DdpExtra, Scaling
 from gputui.bench.request import RunRequest
 from gputui.errors import UsageError
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, flops, peaks
-from gputui.bench.extras import AttentionExtra
+from gputui.bench.kind_extras import AttentionExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.kinds.flop_count import device_peak

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, stats
-from gputui.bench.extras import BatchFinderExtra
+from gputui.bench.kind_extras import BatchFinderExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.environment import host_peak_text
 from gputui.bench.worker.failures import first_line, is_oom

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.bench import events, stats
-from gputui.bench.extras import P2pExtra
+from gputui.bench.kind_extras import P2pExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.errors import UsageError

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, flops, llm_metrics
-from gputui.bench.extras import LmInferExtra
+from gputui.bench.kind_extras import LmInferExtra
 from gputui.bench.lm_shapes import LMShape, shape_of
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.failures import is_oom

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, peaks
-from gputui.bench.extras import MatmulExtra
+from gputui.bench.kind_extras import MatmulExtra
 from gputui.bench.request import RunRequest
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register

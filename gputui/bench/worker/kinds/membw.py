@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.bench import events, peaks, stats
-from gputui.bench.extras import MembwExtra
+from gputui.bench.kind_extras import MembwExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.measure import (

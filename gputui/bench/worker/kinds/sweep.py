@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, stats
-from gputui.bench.extras import SweepExtra
+from gputui.bench.kind_extras import SweepExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.failures import first_line, is_oom
 from gputui.bench.worker.kinds import register

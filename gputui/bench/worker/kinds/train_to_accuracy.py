@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 
 from gputui.bench import events, stats
-from gputui.bench.extras import AccuracyExtra
+from gputui.bench.kind_extras import AccuracyExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.measure import peak_memory
