@@ -85,10 +85,10 @@ def pair_words(pair: Mapping[str, Any]) -> str:
     return f"GPU {gpus[0]}–{gpus[1]}: " + ", ".join(parts)
 
 
-def topology_words(config: Mapping[str, Any]) -> str | None:
-    """One line for the summary and the TUI result view; None when there is none."""
-    topo = config.get("topology")
-    if not isinstance(topo, Mapping):
+def topology_words(topo: Mapping[str, Any] | None) -> str | None:
+    """One line for the summary and the TUI result view from `config.topology`; None when
+    there is none."""
+    if topo is None:
         return None
     pairs = [p for p in topo.get("pairs") or [] if isinstance(p, Mapping)]
     gpus = [g for g in topo.get("gpus") or [] if isinstance(g, Mapping)]

@@ -42,7 +42,7 @@ from enum import StrEnum
 from typing import Any
 
 from gputui.bench import events, results_store
-from gputui.bench.config import GPU_KEYS, empty, read_gpu_config
+from gputui.bench.config import GpuConfig, read_gpu_config
 from gputui.bench.ddp_topology import read_topology
 from gputui.bench.request import RunRequest
 from gputui.bench.result import Result, with_episodes
@@ -428,7 +428,7 @@ class BenchRun:
         # opened the device by now (at the start it may still be opening).
         reader = self._window_watch or self._watch
         gpu_config = (read_gpu_config(reader.sampler, self._gpu_index)
-                      if reader is not None else empty(GPU_KEYS))
+                      if reader is not None else GpuConfig())
         episodes = self._stop_watch()
         if episodes:
             result = with_episodes(result, episodes)
@@ -439,8 +439,8 @@ class BenchRun:
         # A DDP run's GPUs, by the UUIDs its ranks reported: how each pair is connected.
         topo = (read_topology(reader.sampler, result.settings.get("rank_gpu_uuids"))
                 if reader is not None else None)
-        result = dataclasses.replace(result, config={**result.config, "gpu": gpu_config,
-                                                     "topology": topo})
+        result = dataclasses.replace(result, config=dataclasses.replace(
+            result.config, gpu=gpu_config, topology=topo))
         with self._lock:
             self.result = result
             self._state = RunState(result.status)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.bench import events, stats
 from gputui.bench.attribution import Attribution, ThroughputPoint, attribute, in_episode
+from gputui.bench.extras import AttributionNote
 from gputui.bench.request import RunRequest
 from gputui.bench.result import ErrorInfo, Result
 from gputui.bench.run_queue import Finished, Planned, RunQueue
@@ -345,12 +346,11 @@ class BenchSession:
         live.thread_attributions = attributions
         if not attributions:
             return result
-        extra = dict(result.extra)
-        extra["throttle_attribution"] = [
-            {"text": a.text(result.unit), "drop_pct": a.drop_pct, "inside": a.inside,
-             "outside": a.outside, "episode": a.episode.to_dict(now=ended)}
-            for a in attributions]
-        return replace(result, extra=extra)
+        notes = tuple(AttributionNote(text=a.text(result.unit), drop_pct=a.drop_pct,
+                                      inside=a.inside, outside=a.outside,
+                                      episode=a.episode.to_dict(now=ended))
+                      for a in attributions)
+        return replace(result, extra=replace(result.extra, throttle_attribution=notes))
 
     def _finished_thread(self, finished: Finished) -> None:
         self._post(RunFinished(finished, datetime.now(UTC)))

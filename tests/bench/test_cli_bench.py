@@ -263,12 +263,13 @@ def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path, gputui: Gput
     (doc,) = results_store.history().results
     assert doc.model == "lstm" and doc.status == "ok"
     assert doc.samples == 3 * 2 * 8 and doc.unit == "tokens/s"
-    prof = doc.extra["profile"]
-    trace = Path(prof["trace_path"])
+    prof = doc.extra.profile
+    assert prof is not None and prof.trace_path is not None
+    trace = Path(prof.trace_path)
     assert trace.is_file() and trace.parent.parent == data_dir / "profiles"
     out = " ".join(proc.stdout.split())  # rich may wrap long cells
     assert "top ops" in out
-    assert prof["top_ops"][0]["name"] in out
+    assert prof.top_ops[0].name in out
     assert f"Chrome trace: {trace}" in proc.stdout.replace("\n", "")
 
 

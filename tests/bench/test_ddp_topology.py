@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gputui.bench.config import config_words
+from gputui.bench.config import RunConfig, config_words
 from gputui.bench.ddp_topology import read_topology, topology, topology_words
 from gputui.bench.result import Result
 from gputui.telemetry.topology import GpuLink, norm_bus_id
@@ -68,7 +68,7 @@ def test_single_gpu_and_cpu_ranks_have_no_topology() -> None:
     # Two ranks on one GPU: listed, no pair.
     both = topology(["GPU-a", "GPU-a"], {"GPU-a": 0}.get, never)
     assert both is not None and both["pairs"] == []
-    assert topology_words({"topology": both}) == "no two ranks on distinct GPUs of this machine"
+    assert topology_words(both) == "no two ranks on distinct GPUs of this machine"
 
 
 def test_bus_ids_compare_across_nvml_spellings() -> None:
@@ -154,12 +154,12 @@ def test_topology_in_the_summary_and_the_saved_json(fake_nvml: Any) -> None:
         topo = read_topology(_Sampler(src), [U[0], U[1], U[2]])
     finally:
         src.close()
-    result = Result(id="x", benchmark="cnn-train", config={"topology": topo})
+    result = Result(id="x", benchmark="cnn-train", config=RunConfig(topology=topo))
     again = Result.from_dict(json.loads(json.dumps(result.to_dict())))
-    assert again.config["topology"] == topo
+    assert again.config.topology == topo
     assert dict(config_words(again.config))["GPU topology"] == (
         "GPU 0–1: NVLink ×3, PCIe single switch (PIX), P2P over NVLink; "
         "GPU 0–2: PCIe host bridge (PHB), P2P over PCIe; "
         "GPU 1–2: PCIe host bridge (PHB), P2P over PCIe")
     # A CPU or single-GPU run: null, and no line.
-    assert "GPU topology" not in dict(config_words({"topology": None}))
+    assert "GPU topology" not in dict(config_words(RunConfig(topology=None)))

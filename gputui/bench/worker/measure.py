@@ -17,6 +17,7 @@ from gputui.bench.worker.memory import PeakRss
 if TYPE_CHECKING:
     import torch
 
+    from gputui.bench.worker.energy import EnergyReading, RunMeter
     from gputui.bench.worker.timing import LoopStats
 
 # Host memory peaks on CPU are per measured interval (see gputui.bench.worker.memory).
@@ -166,28 +167,29 @@ def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
     from gputui.bench.worker.profiling import profile_steps
 
     n = 5 if ctx.device.type == "cuda" else 2
-    ctx.result.extra["profile"] = profile_steps(
-        step, ctx.device, steps=n, out_dir=ctx.request.profile_dir,
-        name=f"{ctx.request.benchmark}-{ctx.request.model}")
+    profile = profile_steps(step, ctx.device, steps=n, out_dir=ctx.request.profile_dir,
+                            name=f"{ctx.request.benchmark}-{ctx.request.model}")
+    ctx.result.extra = replace(ctx.result.extra, profile=profile)
 
 
-def energy_meter(ctx: Ctx) -> Any:
-    """Energy and the GPU's clocks/power over the timed loop (gpu_window.RunMeter)."""
-    from gputui.bench.clock_window import RunMeter, WindowSampler
-    from gputui.bench.worker.energy import EnergyMeter
+def energy_meter(ctx: Ctx) -> RunMeter:
+    """Energy and the GPU's clocks/power over the timed loop."""
+    from gputui.bench.clock_window import WindowSampler
+    from gputui.bench.worker.energy import EnergyMeter, RunMeter
 
     link = ctx.link if ctx.link is not None and ctx.link.available else None
     return RunMeter(EnergyMeter(link), WindowSampler(link))
 
 
-def record_energy(res: ResultBuilder, reading: dict[str, Any]) -> None:
-    """EnergyMeter.stop() → the result's two energy fields and extra.energy."""
-    res.energy_j_per_sample = reading["energy_j_per_sample"]
-    res.avg_power_w = reading["avg_power_w"]
-    if reading.get("extra") is not None:
-        res.extra["energy"] = reading["extra"]
-    if reading.get("window") is not None:
-        res.extra["gpu_window"] = reading["window"]
+def record_energy(res: ResultBuilder, reading: EnergyReading) -> None:
+    """A timed loop's energy reading → the result's two energy fields, extra.energy and
+    extra.gpu_window."""
+    res.energy_j_per_sample = reading.energy_j_per_sample
+    res.avg_power_w = reading.avg_power_w
+    if reading.note is not None:
+        res.extra = replace(res.extra, energy=reading.note)
+    if reading.window is not None:
+        res.extra = replace(res.extra, gpu_window=reading.window)
 
 
 def start_timed(ctx: Ctx, step_cls: Any) -> tuple[Any, Any, Any]:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, flops, peaks
+from gputui.bench.kind_extras import AttentionExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.kinds.flop_count import device_peak
@@ -132,11 +134,9 @@ def run_attention(ctx: Ctx) -> None:
                     res.throughput = tp
         del q, k, v, dout
     reading = meter.stop(0)
-    res.avg_power_w = reading.get("avg_power_w")
-    if best is not None:
-        res.extra["headline_point"] = best[1]
-    res.extra["peak_tflops"] = peak
-    res.extra["peak_dtype"] = peak_dtype
+    res.avg_power_w = reading.avg_power_w
+    res.extra = replace(res.extra, headline_point=best[1] if best is not None else None,
+                        kind=AttentionExtra(peak_tflops=peak, peak_dtype=peak_dtype))
     res.peak_memory_bytes = peak_memory(dev)
 
 

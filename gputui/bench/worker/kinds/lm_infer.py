@@ -18,9 +18,11 @@ model or batch is bound by launches, not by memory bandwidth: `llm.decode` says 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, flops, llm_metrics
+from gputui.bench.kind_extras import LmInferExtra
 from gputui.bench.lm_shapes import LMShape, shape_of
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.failures import is_oom
@@ -210,7 +212,8 @@ def run_lm_infer(ctx: Ctx) -> None:
         except Exception as exc:
             if not req.sweep or b == batches[0] or not is_oom(exc):
                 raise
-            res.extra["sweep_stopped"] = f"batch {b}: out of memory"
+            res.extra = replace(res.extra, kind=LmInferExtra(
+                sweep_stopped=f"batch {b}: out of memory"))
             g = None
             drop_cache(model)
             free_memory(dev)
@@ -245,9 +248,11 @@ def run_lm_infer(ctx: Ctx) -> None:
     res.steps, res.samples = loop.steps, loop.samples
     res.peak_memory_bytes = peak_mem
     if req.sweep:
-        res.extra["headline_point"] = f"batch {b}"
+        res.extra = replace(res.extra, headline_point=f"batch {b}")
     if peak_bps is None and dev.type == "cuda":
-        res.extra["peak_bandwidth"] = "none: the peak table has no row for this GPU"
+        kind = res.extra.of(LmInferExtra) or LmInferExtra()
+        res.extra = replace(res.extra, kind=replace(
+            kind, peak_bandwidth="none: the peak table has no row for this GPU"))
     if stopped:
         res.status = "cancelled"
     # Forward passes only, the prompt's included: the headline's time holds the prefill.
