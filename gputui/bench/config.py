@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.bench.record_json import (
     BadValue,
@@ -28,6 +28,9 @@ from gputui.bench.record_json import (
     text,
 )
 from gputui.telemetry.health import COMPUTE_MODES, DeviceHealth
+
+if TYPE_CHECKING:
+    from gputui.telemetry.nvml import NvmlSource
 
 
 @dataclass(frozen=True)
@@ -203,15 +206,14 @@ def gpu_config(health: DeviceHealth | None, info: Any = None) -> GpuConfig:
                       if h.compute_mode is not None else None),
         pcie_gen=h.pcie_gen, pcie_gen_max=h.pcie_gen_max,
         pcie_width=h.pcie_width, pcie_width_max=h.pcie_width_max,
-        clock_sm_max_mhz=getattr(info, "clock_sm_max_mhz", None),
-        clock_mem_max_mhz=getattr(info, "clock_mem_max_mhz", None),
+        clock_sm_max_mhz=info.clock_sm_max_mhz if info is not None else None,
+        clock_mem_max_mhz=info.clock_mem_max_mhz if info is not None else None,
     )
 
 
-def read_gpu_config(sampler: Any, gpu_index: int | None) -> GpuConfig:
-    """Read the GPU half through a telemetry sampler's open NVML source; all None when
-    there is none, the GPU is not known, or NVML fails (a run never fails for this)."""
-    source = getattr(sampler, "nvml", None)
+def read_gpu_config(source: NvmlSource | None, gpu_index: int | None) -> GpuConfig:
+    """Read the GPU half through an open NVML source; all None when there is none, the
+    GPU is not known, or NVML fails (a run never fails for this)."""
     if source is None or gpu_index is None:
         return GpuConfig()
     health = info = None

@@ -115,6 +115,7 @@ class GputuiApp(App[int]):
         monitor screen is up."""
         super().__init__(driver_class=diffing_driver())  # only the cells that changed
         self.options = options or AppOptions()
+        self.main: MonitorScreen | None = None  # made by get_default_screen
         self.sampler: Sampler | None = sampler
         self.own_sampler = sampler is None  # we close what we opened, not what we were given
         self._opener = opener
@@ -451,7 +452,7 @@ class GputuiApp(App[int]):
 
     def bench_changed(self) -> None:
         """A run started, moved or ended: the header's run indicator follows."""
-        if getattr(self, "main", None) is not None and self.main.is_mounted:
+        if self.main is not None and self.main.is_mounted:
             self._update_header()
 
     # Benchmark runs post these from the runner's threads; the session owns their state.
@@ -468,7 +469,7 @@ class GputuiApp(App[int]):
     # is imported when first opened, and handed what it draws (then frames, by message).
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.MAIN_ONLY and self.screen is not getattr(self, "main", None):
+        if action in self.MAIN_ONLY and self.screen is not self.main:
             return False
         if action.startswith("replay_"):
             return self.player is not None

@@ -25,7 +25,7 @@ from gputui.bench.attribution import Attribution, ThroughputPoint, attribute, in
 from gputui.bench.extras import AttributionNote
 from gputui.bench.request import RunRequest
 from gputui.bench.result import ErrorInfo, Result
-from gputui.bench.run_queue import Finished, Planned, RunQueue
+from gputui.bench.run_queue import Finished, Planned, RunOptions, RunQueue
 from gputui.bench.runner import (
     DEFAULT_GRACE_S,
     DEFAULT_TIMEOUT_S,
@@ -263,9 +263,9 @@ class BenchSession:
         """Queue a validated request; returns how many runs are ahead of it (0: started
         now)."""
         self.runs.grace_s = self.grace_s
-        self.runs.run_options = {"worker_cmd": self.worker_cmd, "env": self.env,
-                                 # the monitor's sampler: NVML is not opened twice
-                                 "sampler": self._sampler()}
+        # The monitor's sampler as it is now (replay or a reopened NVML replace it).
+        self.runs.run_options = RunOptions(sampler=self._sampler(),
+                                           worker_cmd=self.worker_cmd, env=self.env)
         planned = Planned(request, request_label(request), timeout_s=self.timeout_s)
         live = LiveRun(planned)
         self.lives[planned.id] = live

@@ -23,13 +23,6 @@ def _open() -> Any:
     return src
 
 
-class _Sampler:
-    """What the runner hands over: a telemetry sampler with an open NVML source."""
-
-    def __init__(self, nvml: Any) -> None:
-        self.nvml = nvml
-
-
 # --------------------------------------------------------------------------- pure mapping
 
 
@@ -135,7 +128,7 @@ def test_runner_side_read_maps_uuids_in_cuda_order(fake_nvml: Any) -> None:
     src = _open()
     try:
         # CUDA_VISIBLE_DEVICES=3,0: rank 0 runs on NVML GPU 3, rank 1 on GPU 0.
-        topo = read_topology(_Sampler(src), [U[3], U[0]])
+        topo = read_topology(src, [U[3], U[0]])
     finally:
         src.close()
     assert topo is not None
@@ -143,15 +136,15 @@ def test_runner_side_read_maps_uuids_in_cuda_order(fake_nvml: Any) -> None:
     assert topo["pairs"] == [{
         "gpus": [0, 3], "ranks": [[1], [0]], "link": "PCIe", "nvlink_links": 0,
         "nvswitch": False, "pcie_common_ancestor": "system", "p2p": "PCIe P2P"}]
-    assert read_topology(_Sampler(None), [U[0], U[1]]) is None  # no NVML: no topology
-    assert read_topology(_Sampler(src), None) is None  # a run without rank UUIDs
+    assert read_topology(None, [U[0], U[1]]) is None  # no NVML: no topology
+    assert read_topology(src, None) is None  # a run without rank UUIDs
 
 
 def test_topology_in_the_summary_and_the_saved_json(fake_nvml: Any) -> None:
     fake_nvml.use("topology")
     src = _open()
     try:
-        topo = read_topology(_Sampler(src), [U[0], U[1], U[2]])
+        topo = read_topology(src, [U[0], U[1], U[2]])
     finally:
         src.close()
     result = Result(id="x", benchmark="cnn-train", config=RunConfig(topology=topo))

@@ -51,6 +51,7 @@ class MonitorScreen(Screen[None]):
         (else they are mounted when the first frame comes)."""
         super().__init__()
         self._first = first
+        self.gpus: GpuArea | None = None  # found once mounted
         self.host_only_reason: str | None = None
         self.compact_override: bool | None = None
         self._mount_lock = asyncio.Lock()
@@ -205,7 +206,7 @@ class MonitorScreen(Screen[None]):
     def relayout(self, n: int | None = None) -> None:
         """Choose panels or compact rows, and panel columns, for this size and GPU count
         (`n`: the count about to be shown; default, the GPUs mounted now)."""
-        area = getattr(self, "gpus", None)
+        area = self.gpus
         if area is None:  # not mounted yet
             return
         width, height = self.app.size
