@@ -153,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
     out.flush()
     # The sampler keeps no history (nothing here draws one); each GPU is read on its own
     # thread with a deadline, so a hung GPU is printed as stale and the others go on.
-    sampler = Sampler.open(interval=args.interval, sysfs=paths.sysfs, procfs=paths.procfs)
+    sampler = Sampler.open(interval=args.interval, sysfs=paths.sysfs, procfs=paths.procfs,
+                           rootfs=paths.rootfs, idle_w=getattr(args, "idle_w", None))
     if sampler.source is None and sampler.nvml_error:
         print(f"gputui: no GPU data: {sampler.nvml_error}", file=sys.stderr)
     # Events are made on this thread with each tick; delivery runs on the notifier's own.

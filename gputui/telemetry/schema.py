@@ -91,25 +91,7 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
             "load_avg": list(h.load_avg) if h.load_avg else None,
         },
         "gpus": [gpu_to_dict(g) for g in s.gpus],
-        "processes": [
-            {
-                "gpu": p.gpu_index,
-                "pid": p.pid,
-                "kind": p.kind,
-                "user": p.user,
-                "gpu_mem_bytes": p.gpu_mem_bytes,
-                "cpu_pct": p.cpu_pct,
-                "rss_bytes": p.rss_bytes,
-                "started": iso_utc(datetime.fromtimestamp(p.started, UTC)) if p.started else None,
-                "command": p.command,
-                "sm_util_pct": p.sm_util_pct,
-                "mem_util_pct": p.mem_util_pct,
-                "enc_util_pct": p.enc_util_pct,
-                "dec_util_pct": p.dec_util_pct,
-                "container": p.container,
-            }
-            for p in s.processes
-        ],
+        "processes": [process_to_dict(p) for p in s.processes],
         "nvml_error": s.nvml_error,
         # XID / ECC events NVML reported since the previous snapshot (a recording keeps
         # each once, on the line of the tick it arrived in).
@@ -117,6 +99,38 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
                     "time": iso_utc(e.time)} for e in s.events],
         # Training jobs reporting with gputui.track (gputui.telemetry.jobs).
         "jobs": [job_to_dict(j) for j in s.jobs],
+        # Jobs that ended since the previous snapshot, with their last figures.
+        "jobs_ended": [job_to_dict(j) for j in s.jobs_ended],
+    }
+
+
+def process_to_dict(p: GpuProcess) -> dict[str, Any]:
+    return {
+        "gpu": p.gpu_index,
+        "pid": p.pid,
+        "kind": p.kind,
+        "user": p.user,
+        "gpu_mem_bytes": p.gpu_mem_bytes,
+        "cpu_pct": p.cpu_pct,
+        "rss_bytes": p.rss_bytes,
+        "started": iso_utc(datetime.fromtimestamp(p.started, UTC)) if p.started else None,
+        "command": p.command,
+        "sm_util_pct": p.sm_util_pct,
+        "mem_util_pct": p.mem_util_pct,
+        "enc_util_pct": p.enc_util_pct,
+        "dec_util_pct": p.dec_util_pct,
+        "container": p.container,
+        # Where it runs (gputui.telemetry.container) and its energy
+        # (gputui.telemetry.energy).
+        "container_id": p.container_id,
+        "pod": p.pod,
+        "namespace": p.namespace,
+        "pod_uid": p.pod_uid,
+        "qos": p.qos,
+        "power_w": p.power_w,
+        "energy_j": p.energy_j,
+        "energy_method": p.energy_method,
+        "energy_estimate": p.energy_estimate,
     }
 
 
@@ -125,14 +139,25 @@ def job_to_dict(j: JobReading) -> dict[str, Any]:
             "samples": j.samples, "tokens": j.tokens, "samples_per_s": j.samples_per_s,
             "tokens_per_s": j.tokens_per_s, "step_time_s": j.step_time_s,
             "updated": None if j.updated is None else iso_utc(j.updated),
-            "cuda_visible_devices": j.cuda_visible_devices}
+            "cuda_visible_devices": j.cuda_visible_devices,
+            "energy_j": j.energy_j, "power_w": j.power_w,
+            "energy_per_step_j": j.energy_per_step_j,
+            "energy_per_sample_j": j.energy_per_sample_j,
+            "energy_per_token_j": j.energy_per_token_j,
+            "energy_estimate": j.energy_estimate,
+            "energy_by_gpu": [{"gpu": gpu, "energy_j": e} for gpu, e in j.energy_by_gpu]}
 
 
 _JOB_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "pid": (int, False), "name": (str, False), "step": (int, False), "samples": (int, True),
     "tokens": (int, True), "samples_per_s": ((int, float), True),
     "tokens_per_s": ((int, float), True), "step_time_s": ((int, float), True),
-    "updated": (str, True), "cuda_visible_devices": (str, True)}
+    "updated": (str, True), "cuda_visible_devices": (str, True),
+    "energy_j": ((int, float), True), "power_w": ((int, float), True),
+    "energy_per_step_j": ((int, float), True), "energy_per_sample_j": ((int, float), True),
+    "energy_per_token_j": ((int, float), True), "energy_estimate": (bool, True)}
+_JOB_GPU_ENERGY_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "gpu": (int, False), "energy_j": ((int, float), False)}
 
 
 def _job(i: int, j: dict[str, Any]) -> JobReading:
@@ -140,13 +165,22 @@ def _job(i: int, j: dict[str, Any]) -> JobReading:
     gpus = j.get("gpus") or []
     if not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
         raise SchemaError(f"jobs[{i}].gpus holds something that is not a GPU index")
+    by_gpu = j.get("energy_by_gpu") or []
+    for k, e in enumerate(by_gpu):
+        _check(f"jobs[{i}].energy_by_gpu[{k}]", e, _JOB_GPU_ENERGY_TYPES)
     return JobReading(
         pid=j["pid"], name=j["name"], gpus=tuple(gpus), step=j["step"],
         samples=j.get("samples") or 0, tokens=j.get("tokens") or 0,
         samples_per_s=j.get("samples_per_s"), tokens_per_s=j.get("tokens_per_s"),
         step_time_s=j.get("step_time_s"),
         updated=parse_iso(j["updated"]) if j.get("updated") else None,
-        cuda_visible_devices=j.get("cuda_visible_devices"))
+        cuda_visible_devices=j.get("cuda_visible_devices"),
+        energy_j=j.get("energy_j"), power_w=j.get("power_w"),
+        energy_per_step_j=j.get("energy_per_step_j"),
+        energy_per_sample_j=j.get("energy_per_sample_j"),
+        energy_per_token_j=j.get("energy_per_token_j"),
+        energy_estimate=j.get("energy_estimate"),
+        energy_by_gpu=tuple((e["gpu"], float(e["energy_j"])) for e in by_gpu))
 
 
 class SchemaError(ValueError):
@@ -221,7 +255,10 @@ _PROC_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "cpu_pct": ((int, float), True), "rss_bytes": (int, True), "user": (str, True),
     "command": (str, True), "kind": (str, True), "started": (str, True),
     "sm_util_pct": (int, True), "mem_util_pct": (int, True), "enc_util_pct": (int, True),
-    "dec_util_pct": (int, True), "container": (str, True)}
+    "dec_util_pct": (int, True), "container": (str, True), "container_id": (str, True),
+    "pod": (str, True), "namespace": (str, True), "pod_uid": (str, True), "qos": (str, True),
+    "power_w": ((int, float), True), "energy_j": ((int, float), True),
+    "energy_method": (str, True), "energy_estimate": (bool, True)}
 
 
 def _check(where: str, d: dict[str, Any],
@@ -288,7 +325,11 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
                 cpu_pct=p.get("cpu_pct"), rss_bytes=p.get("rss_bytes"), started=started,
                 sm_util_pct=p.get("sm_util_pct"), mem_util_pct=p.get("mem_util_pct"),
                 enc_util_pct=p.get("enc_util_pct"), dec_util_pct=p.get("dec_util_pct"),
-                container=p.get("container")))
+                container=p.get("container"), container_id=p.get("container_id"),
+                pod=p.get("pod"), namespace=p.get("namespace"), pod_uid=p.get("pod_uid"),
+                qos=p.get("qos"), power_w=p.get("power_w"), energy_j=p.get("energy_j"),
+                energy_method=p.get("energy_method"),
+                energy_estimate=p.get("energy_estimate")))
         load = host.get("load_avg")
         return Snapshot(
             time=parse_iso(d["time"]),
@@ -311,6 +352,7 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
             nvml_error=d.get("nvml_error"),
             events=tuple(_event(i, e) for i, e in enumerate(d.get("events") or [])),
             jobs=tuple(_job(i, j) for i, j in enumerate(d.get("jobs") or [])),
+            jobs_ended=tuple(_job(i, j) for i, j in enumerate(d.get("jobs_ended") or [])),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SchemaError(f"not a gputui snapshot ({type(exc).__name__}: {exc})") from exc
