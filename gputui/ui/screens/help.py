@@ -31,6 +31,8 @@ KEYS: tuple[tuple[str, str, str], ...] = (
      "View"),
     ("↑ ↓ PgUp PgDn", "move in the process table", "Processes"),
     ("s / S", "sort by next column / reverse order (or click a header)", "Processes"),
+    ("g", "group by user / container / pod with totals, then one row per process again",
+     "Processes"),
     ("k", "send SIGTERM to the selected process (asks first)", "Processes"),
     ("K", "send SIGKILL to the selected process (asks first)", "Processes"),
     ("enter", "run the picked benchmark (on the list or in a field)", "Benchmarks"),
