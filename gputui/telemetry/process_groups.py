@@ -64,3 +64,32 @@ def group_processes(procs: Iterable[GpuProcess], by: str) -> tuple[ProcessGroup,
             power_w=_sum(p.power_w for p in ps), energy_j=_sum(p.energy_j for p in ps),
             energy_estimate=any(p.energy_estimate for p in ps)))
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuOwner:
+    """The one pod every process on a GPU belongs to (dcgm-exporter's labels): its name,
+    namespace and, where they all run in one container, that container's name."""
+
+    pod: str
+    namespace: str
+    container: str | None
+
+
+def gpu_owners(procs: Iterable[GpuProcess]) -> dict[int, GpuOwner]:
+    """GPU index → its owner, for each GPU whose processes are all in one named pod (a
+    GPU with no process, or one process outside it, has none)."""
+    by_gpu: dict[int, list[GpuProcess]] = {}
+    for p in procs:
+        by_gpu.setdefault(p.gpu_index, []).append(p)
+    out = {}
+    for index, ps in by_gpu.items():
+        first = ps[0]
+        if first.pod is None:
+            continue
+        if any((p.namespace, p.pod) != (first.namespace, first.pod) for p in ps):
+            continue
+        containers = {p.container for p in ps}
+        out[index] = GpuOwner(first.pod, first.namespace or "",
+                              first.container if len(containers) == 1 else None)
+    return out
