@@ -75,7 +75,8 @@ def _row(snap: Snapshot, g: GpuSample | None,
     base.update(time=snap.time_iso, host_cpu_pct=h.cpu_pct, host_mem_used_bytes=h.mem_used_bytes)
     if g is None:
         return base
-    base.update({k: v for k, v in gpu_to_dict(g).items() if k in base})
+    base.update({k: v for k, v in gpu_to_dict(g, snap.energy_of(g.index)).items()
+                 if k in base})
     base.update(gpu=g.index, name=g.info.name, lost=g.lost, stale=g.stale, stale_s=g.stale_s,
                 throttle_reasons=reason_keys(g.throttle_mask) if g.throttle_mask is not None
                 else None)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gputui.telemetry.jobs import WINDOW_S
-from gputui.telemetry.model import GpuProcess, GpuSample, JobReading
+from gputui.telemetry.model import GpuEnergy, GpuProcess, GpuSample, JobReading
 from gputui.telemetry.units import fmt_j, fmt_j_per
 
 EXCLUSIVE, SM_SHARE, EQUAL_SPLIT = "exclusive", "sm_share", "equal_split"
@@ -42,10 +42,10 @@ METHODS = (EXCLUSIVE, SM_SHARE, EQUAL_SPLIT)
 class Attributed:
     """One tick's figures with the energy shares filled in."""
 
-    gpus: tuple[GpuSample, ...]
     processes: tuple[GpuProcess, ...]
     jobs: tuple[JobReading, ...]
     jobs_ended: tuple[JobReading, ...] = ()
+    gpu_energy: tuple[GpuEnergy, ...] = ()
 
 
 @dataclass
@@ -112,7 +112,8 @@ class EnergyAccounts:
         for p in procs:
             by_gpu.setdefault(p.gpu_index, []).append(p)
         given: dict[int, list[tuple[int, float, bool]]] = {}  # pid → (GPU, J, estimate)
-        out_gpus = tuple(self._gpu(g, by_gpu.get(g.index, []), mono, given) for g in gpus)
+        out_gpus = tuple(e for g in gpus
+                         if (e := self._gpu(g, by_gpu.get(g.index, []), mono, given)))
         live = {(p.gpu_index, p.pid) for p in procs}
         for key in [k for k in self._procs if k not in live]:
             del self._procs[key]  # ended: its energy stays in its GPU's and job's totals
@@ -124,12 +125,12 @@ class EnergyAccounts:
             last = self._jobs.pop(pid).last
             if last is not None:
                 ended.append(last)
-        return Attributed(out_gpus, out_procs, out_jobs, tuple(ended))
+        return Attributed(out_procs, out_jobs, tuple(ended), out_gpus)
 
     # --- one GPU -------------------------------------------------------------------------
 
     def _gpu(self, g: GpuSample, on_gpu: list[GpuProcess], mono: float,
-             given: dict[int, list[tuple[int, float, bool]]]) -> GpuSample:
+             given: dict[int, list[tuple[int, float, bool]]]) -> GpuEnergy | None:
         acc = self._gpus.get(g.index)
         if acc is None or acc.uuid != g.info.uuid:
             acc = self._gpus[g.index] = _Gpu(g.info.uuid)
@@ -191,12 +192,11 @@ class EnergyAccounts:
     def idle_figure(self, acc: _Gpu) -> float | None:
         return self.idle_w if self.idle_w is not None else acc.lowest_idle_w
 
-    def _figures(self, g: GpuSample, acc: _Gpu) -> GpuSample:
+    def _figures(self, g: GpuSample, acc: _Gpu) -> GpuEnergy | None:
         if acc.mono is None and not acc.seen_j:
-            return g  # never read: no figures (not 0 J)
-        return replace(g, energy_seen_j=acc.seen_j, energy_idle_j=acc.idle_j,
-                       energy_unattributed_j=acc.unattributed_j,
-                       idle_power_w=self.idle_figure(acc))
+            return None  # never read: no figures (not 0 J)
+        return GpuEnergy(g.index, acc.seen_j, acc.idle_j, acc.unattributed_j,
+                         self.idle_figure(acc))
 
     # --- processes and jobs --------------------------------------------------------------
 

@@ -134,16 +134,6 @@ class GpuSample(GpmActivity):
     # MIG devices of this GPU (gputui.telemetry.mig), in MIG device index order; () when MIG
     # mode is off, the GPU or driver has no MIG, or the MIG reads failed.
     mig_devices: tuple[MigDevice, ...] = ()
-    # Energy since gputui first read this GPU, as gputui.telemetry.energy shares it out
-    # (its energy counter, else its power integrated): all of it; the part below the idle
-    # figure; the part no process was given (idle while shared, everything while no
-    # compute process ran). Each process's energy_j plus this one add up to energy_seen_j
-    # (those that ended included). idle_power_w is the idle figure in use: the configured
-    # one, else the lowest draw seen while no compute process ran (None until then).
-    energy_seen_j: float | None = None
-    energy_idle_j: float | None = None
-    energy_unattributed_j: float | None = None
-    idle_power_w: float | None = None
 
     @property
     def index(self) -> int:
@@ -161,6 +151,23 @@ class GpuSample(GpmActivity):
             return None
         return 100.0 * self.power_w / self.power_limit_w
 
+
+
+@dataclass(frozen=True, slots=True)
+class GpuEnergy:
+    """A GPU's energy since gputui first read it, as gputui.telemetry.energy shares it out
+    (its energy counter, else its power integrated): all of it; the part below the idle
+    figure; the part no process was given (idle while shared, everything while no compute
+    process ran). Each process's energy_j on it plus energy_unattributed_j add up to
+    energy_seen_j (those that ended included). idle_power_w is the idle figure in use: the
+    configured one, else the lowest draw seen while no compute process ran (None until
+    then). A record of its own beside the GpuSample: built every tick, it is small."""
+
+    gpu_index: int
+    energy_seen_j: float
+    energy_idle_j: float
+    energy_unattributed_j: float
+    idle_power_w: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,10 +328,15 @@ class Snapshot:
     # Jobs that ended since the previous snapshot: each one's last reading, its energy
     # totals included (the end-of-run line).
     jobs_ended: tuple[JobReading, ...] = ()
+    # Each GPU's energy as shared out (gputui.telemetry.energy); none for a GPU never read.
+    gpu_energy: tuple[GpuEnergy, ...] = ()
 
     @property
     def time_iso(self) -> str:
         return iso_utc(self.time)
+
+    def energy_of(self, gpu_index: int) -> GpuEnergy | None:
+        return next((e for e in self.gpu_energy if e.gpu_index == gpu_index), None)
 
 
 def iso_utc(t: datetime) -> str:

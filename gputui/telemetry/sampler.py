@@ -259,10 +259,10 @@ class Sampler:
             self._seq += 1
             seq = self._seq
         return Snapshot(time=datetime.now(UTC), mono=mono, system=self.system,
-                        host=host, gpus=shared.gpus, processes=shared.processes,
+                        host=host, gpus=gpus, processes=shared.processes,
                         nvml_error=self.nvml_error, seq=seq,
                         skipped_ticks=self.skipped_ticks, jobs=shared.jobs,
-                        jobs_ended=shared.jobs_ended,
+                        jobs_ended=shared.jobs_ended, gpu_energy=shared.gpu_energy,
                         events=self.source.take_events() if self.source is not None else ())
 
     def _attribute(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...],
@@ -272,7 +272,7 @@ class Sampler:
             return self.energy.update(gpus, procs, jobs, mono)
         except Exception:  # a figure no check foresaw must not cost the GPUs their tick
             logging.getLogger("gputui").exception("sharing out GPU energy failed")
-            return Attributed(gpus, procs, jobs)
+            return Attributed(procs, jobs)
 
     def _read_jobs(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...],
                    mono: float) -> tuple[JobReading, ...]:

@@ -10,6 +10,7 @@ from gputui.telemetry.gpm import ACTIVITY_FIELDS
 from gputui.telemetry.mig import MigDevice, MigProcess
 from gputui.telemetry.model import (
     DeviceInfo,
+    GpuEnergy,
     GpuEvent,
     GpuProcess,
     GpuSample,
@@ -41,7 +42,11 @@ _SAMPLE_FIELDS = _in_public_order(
     GpuSample, ("info", "throttle_mask", "nvlink_links", "mig_devices"), "violation_thermal_frac")
 
 
-def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
+_ENERGY_KEYS = ("energy_seen_j", "energy_idle_j", "energy_unattributed_j", "idle_power_w")
+
+
+def gpu_to_dict(g: GpuSample, energy: GpuEnergy | None = None) -> dict[str, Any]:
+    """One GPU in the public JSON, with its energy as shared out (null: none yet)."""
     d: dict[str, Any] = {name: getattr(g.info, name) for name in _INFO_FIELDS}
     for name in _SAMPLE_FIELDS:
         d[name] = getattr(g, name)
@@ -57,6 +62,8 @@ def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
         {"link": n.link, "active": n.active, "tx_bps": n.tx_bps, "rx_bps": n.rx_bps}
         for n in g.nvlink_links]
     d["mig_devices"] = [mig_to_dict(m) for m in g.mig_devices]
+    for key in _ENERGY_KEYS:
+        d[key] = None if energy is None else getattr(energy, key)
     return d
 
 
@@ -90,7 +97,7 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
             "swap_total_bytes": h.swap_total_bytes,
             "load_avg": list(h.load_avg) if h.load_avg else None,
         },
-        "gpus": [gpu_to_dict(g) for g in s.gpus],
+        "gpus": [gpu_to_dict(g, s.energy_of(g.index)) for g in s.gpus],
         "processes": [process_to_dict(p) for p in s.processes],
         "nvml_error": s.nvml_error,
         # XID / ECC events NVML reported since the previous snapshot (a recording keeps
@@ -296,6 +303,7 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
                        for x in host.get(key) or ()):
                 raise SchemaError(f"host.{key} holds something that is not a number")
         gpus = []
+        energy: list[GpuEnergy] = []
         for i, g in enumerate(d["gpus"]):
             _check(f"gpus[{i}]", g, _INFO_TYPES)
             _check(f"gpus[{i}]", g, _SAMPLE_TYPES)
@@ -315,6 +323,12 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
                 _mig(f"gpus[{i}].mig_devices[{j}]", m)
                 for j, m in enumerate(g.get("mig_devices") or []))
             gpus.append(GpuSample(info=info, throttle_mask=mask, **sample_kwargs))
+            _check(f"gpus[{i}]", g, {k: ((int, float), True) for k in _ENERGY_KEYS})
+            if g.get("energy_seen_j") is not None:
+                energy.append(GpuEnergy(info.index, g["energy_seen_j"],
+                                        g.get("energy_idle_j") or 0.0,
+                                        g.get("energy_unattributed_j") or 0.0,
+                                        g.get("idle_power_w")))
         procs = []
         for i, p in enumerate(d.get("processes") or []):
             _check(f"processes[{i}]", p, _PROC_TYPES)
@@ -353,6 +367,7 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
             events=tuple(_event(i, e) for i, e in enumerate(d.get("events") or [])),
             jobs=tuple(_job(i, j) for i, j in enumerate(d.get("jobs") or [])),
             jobs_ended=tuple(_job(i, j) for i, j in enumerate(d.get("jobs_ended") or [])),
+            gpu_energy=tuple(energy),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SchemaError(f"not a gputui snapshot ({type(exc).__name__}: {exc})") from exc

@@ -9,7 +9,7 @@ import io
 import json
 
 from gputui.commands.watch import CSV_COLUMNS, _csv_line, _ended_lines, _jsonl_line, _rows
-from gputui.telemetry.model import GpuProcess, JobReading
+from gputui.telemetry.model import GpuEnergy, GpuProcess, JobReading
 from tests.factories import gpu, snapshot
 
 
@@ -22,9 +22,8 @@ def in_pod(pid: int, gpu_index: int, pod: str, container: str = "trainer") -> Gp
 def test_rows_name_the_one_pod_of_a_gpu_and_list_its_processes() -> None:
     procs = (in_pod(1, 0, "llama-0"), in_pod(2, 0, "llama-0", container="sidecar"),
              in_pod(3, 1, "a"), GpuProcess(1, 4, 2**20))  # GPU 1: a pod and a host process
-    snap = snapshot(0, [gpu(0, energy_seen_j=1000.0, energy_idle_j=100.0,
-                            energy_unattributed_j=0.0, idle_power_w=50.0), gpu(1)],
-                    processes=procs)
+    snap = snapshot(0, [gpu(0), gpu(1)], processes=procs,
+                    gpu_energy=(GpuEnergy(0, 1000.0, 100.0, 0.0, 50.0),))
     r0, r1 = _rows(snap)
     assert (r0["pod"], r0["namespace"], r0["container"]) == ("llama-0", "ml", None)
     assert r1["pod"] is None

@@ -83,7 +83,7 @@ def test_fake_gpus_two_processes_by_sm_share_and_one_gpu_to_itself(
         sampler.close()
         os.close(fd)
     last = snaps[-1]
-    g0, g1 = last.gpus
+    g0, g1 = last.gpu_energy
     # The GPU's own figures: its counter's 10 s at 300 W, the idle part at 50 W.
     assert g0.energy_seen_j == pytest.approx(10 * POWER_W, rel=1e-6)
     assert g0.energy_idle_j == pytest.approx(10 * IDLE_W, rel=1e-6)
@@ -108,8 +108,7 @@ def test_fake_gpus_two_processes_by_sm_share_and_one_gpu_to_itself(
     # The job's J/step against the fake's own counter: the counter's joules over the
     # last 5 s, divided by the steps done in them.
     (job,) = last.jobs
-    five_ago = snaps[-6].gpus[1]
-    counter_j = (g1.energy_j or 0) - (five_ago.energy_j or 0)
+    counter_j = (last.gpus[1].energy_j or 0) - (snaps[-6].gpus[1].energy_j or 0)
     assert job.energy_per_step_j == pytest.approx(counter_j / (5 / STEP_S), rel=1e-3)
     assert job.energy_per_step_j == pytest.approx(POWER_W * STEP_S, rel=1e-3)
     assert job.energy_per_sample_j == pytest.approx(POWER_W / (BATCH / STEP_S), rel=1e-3)
@@ -131,8 +130,8 @@ def test_power_is_integrated_where_the_counter_is_not_read(fake_nvml: FakeNvml) 
             snap = sampler.tick()
     finally:
         sampler.close()
-    g1 = snap.gpus[1]
-    assert g1.energy_j is None and g1.energy_seen_j == pytest.approx(4 * POWER_W)
+    g1 = snap.gpu_energy[1]
+    assert snap.gpus[1].energy_j is None and g1.energy_seen_j == pytest.approx(4 * POWER_W)
     # No idle figure configured and no tick without a compute process: nothing idle.
     assert g1.idle_power_w is None and g1.energy_idle_j == 0
 
@@ -168,7 +167,7 @@ def test_a_process_that_starts_and_one_that_ends_mid_run() -> None:
     (b_end,) = out[-1].processes
     assert b_end.energy_j == pytest.approx(3 * 160 / 2 + 3 * 200)
     assert (b_end.energy_method, b_end.energy_estimate) == ("exclusive", True)
-    g_end = out[-1].gpus[0]
+    g_end = out[-1].gpu_energy[0]
     assert g_end.energy_seen_j == pytest.approx(9 * 200)
     assert g_end.energy_unattributed_j == pytest.approx(3 * 40)  # idle while shared
     assert (a_end.energy_j or 0) + (b_end.energy_j or 0) + g_end.energy_unattributed_j == \
@@ -182,7 +181,7 @@ def test_no_per_process_samples_split_equally_and_idle_is_learned() -> None:
     idle = [([gpu(0, power_w=60.0, energy_j=None)], [proc(0, 9, kind="graphics")])] * 2
     busy = [([gpu(0, power_w=240.0, energy_j=None)], [proc(0, 1), proc(0, 2)])] * 3
     out = run(acc, idle + busy)
-    g = out[-1].gpus[0]
+    g = out[-1].gpu_energy[0]
     assert g.idle_power_w == 60.0
     p1, p2 = out[-1].processes
     assert p1.energy_method == "equal_split" and p1.energy_j == pytest.approx(p2.energy_j)
@@ -199,7 +198,7 @@ def test_a_stale_or_lost_gpu_shares_out_nothing_and_comes_back() -> None:
                     ([gpu(0, energy_j=None, power_w=None, lost=True)], [p]),
                     ([gpu(0, energy_j=500.0)], [p]), ([gpu(0, energy_j=600.0)], [p])])
     assert [o.processes[0].energy_j for o in out] == [0.0, 100.0, 100.0, 100.0, 100.0, 200.0]
-    assert out[-1].gpus[0].energy_seen_j == 200.0  # the lost seconds are nobody's
+    assert out[-1].gpu_energy[0].energy_seen_j == 200.0  # the lost seconds are nobody's
 
 
 def test_a_reused_pid_starts_from_zero_and_a_graphics_neighbour_makes_an_estimate() -> None:
@@ -252,4 +251,4 @@ def test_a_gpu_replaced_under_the_same_index_starts_again() -> None:
     run(acc, [([gpu(0, energy_j=0.0)], [proc(0, 1)]), ([gpu(0, energy_j=10.0)], [proc(0, 1)])])
     other = gpu(0, info=replace(device(0), uuid="GPU-other"), energy_j=5.0)
     out = acc.update([other], [proc(0, 1)], [], 200.0)
-    assert out.gpus[0].energy_seen_j == 0.0 and out.processes[0].energy_j == 0.0
+    assert out.gpu_energy[0].energy_seen_j == 0.0 and out.processes[0].energy_j == 0.0
