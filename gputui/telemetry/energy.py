@@ -16,6 +16,10 @@ its power integrated over the tick (trapezoid). That energy is split:
   estimates. The idle part stays the GPU's (`energy_unattributed_j`).
 - No compute process: all of it is the GPU's own (`energy_unattributed_j`).
 
+A tick's energy goes to the processes listed at that tick (the lists are read every few
+ticks): a process that starts or ends between two lists is counted from the first list
+that shows it, until the first that does not.
+
 So on each GPU, the processes' energy (those that ended included) plus
 `energy_unattributed_j` is always `energy_seen_j`. A process's figures run from when
 gputui first saw it on that GPU; a job's are its process's, over all its GPUs: exact while

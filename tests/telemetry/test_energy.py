@@ -252,3 +252,41 @@ def test_a_gpu_replaced_under_the_same_index_starts_again() -> None:
     other = gpu(0, info=replace(device(0), uuid="GPU-other"), energy_j=5.0)
     out = acc.update([other], [proc(0, 1)], [], 200.0)
     assert out.gpu_energy[0].energy_seen_j == 0.0 and out.processes[0].energy_j == 0.0
+
+
+def test_fake_gpu_a_process_starting_and_one_ending_mid_run(fake_nvml: FakeNvml) -> None:
+    """Over the fake NVML: A alone, then A and B at SM 60 / 20, then B alone. The
+    driver's process list changes at seconds 4 and 7 (the scenario reloaded then; its
+    energy counter runs on), and each tick's energy since the last goes to the processes
+    listed at that tick: A alone for the seconds up to 3, shared for 4 to 6, B alone for
+    7 to 10."""
+    def phase(procs: dict[int, int], util: str) -> dict[str, object]:
+        return {"device_count": 1, "gpu.0.power_mw": POWER_W * 1000,
+                "gpu.0.processes": procs, "gpu.0.process_util": util}
+
+    fake_nvml.use(phase({A: 2**30}, f"{A}:60:0:0:0"), frozen_time=0.0)
+    clock = Clock(fake_nvml)
+    src = NvmlSource(process_every=1, fields=ALL_FIELDS)
+    src.open_system()
+    sampler = Sampler(interval=1.0, source=src, clock=clock, idle_w=IDLE_W, read_timeout_s=10.0)
+    seen: dict[int, float] = {}
+    try:
+        for t in range(0, 11):
+            if t == 4:
+                fake_nvml.use(phase({A: 2**30, B: 2**30}, f"{A}:60:0:0:0,{B}:20:0:0:0"),
+                              frozen_time=4.0)
+            if t == 7:
+                fake_nvml.use(phase({B: 2**30}, f"{B}:20:0:0:0"), frozen_time=7.0)
+            clock.to(float(t))
+            snap = sampler.tick()
+            seen.update({p.pid: p.energy_j or 0.0 for p in snap.processes})
+    finally:
+        sampler.close()
+    active = POWER_W - IDLE_W
+    assert seen[A] == pytest.approx(3 * POWER_W + 3 * active * 0.75, rel=1e-6)
+    assert seen[B] == pytest.approx(3 * active * 0.25 + 4 * POWER_W, rel=1e-6)
+    (g,) = snap.gpu_energy
+    assert g.energy_seen_j == pytest.approx(10 * POWER_W, rel=1e-6)
+    # Every joule somewhere: A's (ended), B's, and the idle part while they shared.
+    assert seen[A] + seen[B] + g.energy_unattributed_j == pytest.approx(g.energy_seen_j)
+    assert g.energy_unattributed_j == pytest.approx(3 * IDLE_W, rel=1e-6)
