@@ -18,9 +18,13 @@ never a traceback: a path that is not a regular file (/dev/zero, a FIFO), a file
     min_duration = 30       # seconds a condition must last before it is sent
     kinds = ["throttle", "xid", "lost"]
 
-    [path]                  # where /sys and /proc are (--path.sysfs, --path.procfs)
+    [path]                  # where /sys, /proc and / are (--path.sysfs, .procfs, .rootfs)
     sysfs = "/host/sys"
     procfs = "/host/proc"
+    rootfs = "/host/root"
+
+    [energy]
+    idle_w = 60             # a GPU's idle draw, W (else the lowest seen with no process)
 """
 
 from __future__ import annotations
@@ -44,8 +48,10 @@ from gputui.telemetry.limits import interval_problem
 from gputui.user_file import UserFileError, read_text
 
 CONFIG_ENV = "GPUTUI_CONFIG"
-TOP_KEYS = ("interval", "theme", "notify", "path")
-PATH_KEYS = ("sysfs", "procfs")
+TOP_KEYS = ("interval", "theme", "notify", "path", "energy")
+PATH_KEYS = ("sysfs", "procfs", "rootfs")
+ENERGY_KEYS = ("idle_w",)
+MAX_IDLE_W = 10_000.0  # far above any GPU's idle draw: a larger figure is a mistake
 NOTIFY_KEYS = ("webhooks", "webhooks_file", "command", "terminal", "min_duration", "kinds")
 MAX_BYTES = 1 << 20  # a config file is a few hundred bytes; this is a mistake, not a config
 
@@ -60,6 +66,8 @@ class Config:
     notify: NotifySettings = field(default_factory=NotifySettings)
     sysfs: Path | None = None
     procfs: Path | None = None
+    rootfs: Path | None = None
+    idle_w: float | None = None  # [energy] idle_w: every GPU's idle draw
 
 
 def config_path() -> Path:
@@ -169,10 +177,22 @@ def _parse(path: Path, text: str) -> Config:
             raise bad(key, "path", f"unknown setting (known: {', '.join(PATH_KEYS)})")
         if not isinstance(value, str) or not value:
             raise bad(key, "path", "must be a directory's path in quotes")
+    energy = doc.get("energy", {})
+    if not isinstance(energy, dict):
+        raise bad("energy", None, "must be a table: [energy]")
+    for key in energy:
+        if key not in ENERGY_KEYS:
+            raise bad(key, "energy", f"unknown setting (known: {', '.join(ENERGY_KEYS)})")
+    idle_w = energy.get("idle_w")
+    if idle_w is not None and (isinstance(idle_w, bool) or not isinstance(idle_w, int | float)
+                               or not 0 <= idle_w <= MAX_IDLE_W):
+        raise bad("idle_w", "energy", f"must be watts from 0 to {MAX_IDLE_W:g}")
     return Config(path=path, interval=None if interval is None else _seconds(interval),
                   theme=theme, notify=notify,
                   sysfs=Path(paths["sysfs"]) if "sysfs" in paths else None,
-                  procfs=Path(paths["procfs"]) if "procfs" in paths else None)
+                  procfs=Path(paths["procfs"]) if "procfs" in paths else None,
+                  rootfs=Path(paths["rootfs"]) if "rootfs" in paths else None,
+                  idle_w=None if idle_w is None else float(idle_w))
 
 
 def _seconds(v: object) -> float:

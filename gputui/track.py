@@ -38,6 +38,19 @@ The file (little-endian):
 A live job holds a shared flock on its file: a reader that can take the lock knows the
 job is gone and removes the file. A file appears under its final name only once written
 and locked (created under a temporary name, then renamed).
+
+dcgm-exporter's job labels (optional): `start(hpc_job="12345")`, or GPUTUI_HPC_JOB_DIR
+set, writes the files dcgm-exporter's `--hpc-job-mapping-dir` reads — one per GPU, named
+by its index, one job id a line — and takes the job's line out again at exit. The
+directory is `hpc_job_dir`, else GPUTUI_HPC_JOB_DIR, else DCGM_HPC_JOB_MAPPING_DIR (the
+exporter's own variable); none: nothing is written. The job id is `hpc_job`, else
+SLURM_JOB_ID, else the job's name; the GPUs are SLURM_STEP_GPUS or SLURM_JOB_GPUS (the
+node's indices), else CUDA_VISIBLE_DEVICES when it lists indices. Several processes of one
+job (torchrun's ranks) share a GPU's line: each leaves a marker `.gputui-<gpu>-<pid>`
+(not a GPU's name, so the exporter skips it), and the line goes when the last live one's
+process ends (a crashed one's marker is cleared by the next). Each file is rewritten
+whole (temporary file, rename) under a lock on `.gputui.lock`, waited for at most
+HPC_LOCK_WAIT_S.
 """
 
 from __future__ import annotations
@@ -64,6 +77,11 @@ NAME_OFFSET = 32  # where the name sits in the header (after magic, version, pid
 CVD_UNSET = b"\x00"
 JOB_SUFFIX = ".job"
 TMP_SUFFIX = ".tmp"
+HPC_DIR_ENVS = ("GPUTUI_HPC_JOB_DIR", "DCGM_HPC_JOB_MAPPING_DIR")
+HPC_MARKER = ".gputui-"
+HPC_LOCK_WAIT_S = 0.2
+HPC_MAX_BYTES = 64 * 1024  # a mapping file holds a few job ids
+HPC_JOB_CHARS = 128
 
 _getpid = os.getpid
 _pwrite = os.pwrite
@@ -128,7 +146,7 @@ class _State:
     child makes a new one: the parent's lock may have been held, at the fork, by a
     thread the child does not have."""
 
-    __slots__ = ("children", "fd", "ino", "lock", "off", "path", "pid", "samples",
+    __slots__ = ("children", "fd", "hpc", "ino", "lock", "off", "path", "pid", "samples",
                  "step_no", "tokens")
 
     def __init__(self, pid: int) -> None:
@@ -144,6 +162,7 @@ class _State:
         self.samples = 0
         self.tokens = 0
         self.children: dict[int, _State] = {}  # see Tracker._after_fork
+        self.hpc: tuple[str, str, tuple[str, ...]] | None = None  # (dir, job id, GPUs)
 
     def stop(self, *, remove: bool) -> None:
         """Reporting off for good; the file removed when `remove` and still ours (not
@@ -190,8 +209,11 @@ class Tracker:
 
     # --- the calls a training loop makes -------------------------------------------------
 
-    def start(self, name: str | None = None) -> None:
-        """Name the job (default: the script's name); optional, never raises."""
+    def start(self, name: str | None = None, hpc_job: str | None = None,
+              hpc_job_dir: str | None = None) -> None:
+        """Name the job (default: the script's name), and with `hpc_job` (or
+        GPUTUI_HPC_JOB_DIR set) write dcgm-exporter's job mapping files (see the module's
+        docstring); optional, never raises."""
         try:
             st = self._st
             if st.pid != _getpid():
@@ -205,6 +227,8 @@ class Tracker:
                 elif name is not None:
                     self._write(st, _text(self._name or "", NAME_BYTES).ljust(
                         NAME_BYTES, b"\x00"), NAME_OFFSET)
+                if st.hpc is None:
+                    st.hpc = _hpc_start(hpc_job, hpc_job_dir, self._name, st.pid)
         except Exception:
             pass
 
@@ -245,6 +269,9 @@ class Tracker:
                 st = self._after_fork(st, _getpid())
             with st.lock:
                 st.stop(remove=True)
+                hpc, st.hpc = st.hpc, None
+                if hpc is not None:
+                    _hpc_mapping(*hpc, st.pid, add=False)
         except Exception:
             pass
 
@@ -324,11 +351,124 @@ class Tracker:
         return True
 
 
+def _hpc_start(job: str | None, directory: str | None, name: str | None,
+               pid: int) -> tuple[str, str, tuple[str, ...]] | None:
+    """Write this process's job into dcgm-exporter's mapping files; what to take out at
+    exit, or None where there is no directory, job id or GPU to name."""
+    env = os.environ
+    directory = directory or next((env[k] for k in HPC_DIR_ENVS if env.get(k)), None)
+    if not directory or (job is None and not env.get(HPC_DIR_ENVS[0])):
+        return None
+    job_id = "".join(ch for ch in str(job if job is not None else env.get("SLURM_JOB_ID")
+                                      or name or _default_name())
+                     if ch.isprintable())[:HPC_JOB_CHARS].strip()
+    listed = env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS") or env.get(
+        "CUDA_VISIBLE_DEVICES") or ""
+    gpus = tuple(dict.fromkeys(g.strip() for g in listed.split(",")))
+    if not job_id or not gpus or not all(g.isdigit() and len(g) < 6 for g in gpus):
+        return None
+    _hpc_mapping(directory, job_id, gpus, pid, add=True)
+    return directory, job_id, gpus
+
+
+def _hpc_mapping(directory: str, job_id: str, gpus: tuple[str, ...], pid: int, *,
+                 add: bool) -> None:
+    """Add this process's line to each GPU's file, or take it out (`add` False): under
+    the directory's lock, each file rewritten whole."""
+    import fcntl
+
+    if add:
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+    lock = os.open(os.path.join(directory, HPC_MARKER.rstrip("-") + ".lock"),
+                   os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = time.monotonic() + HPC_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return  # another job holds it this long: leave the files as they are
+                time.sleep(0.005)
+        for gpu in gpus:
+            mine = os.path.join(directory, f"{HPC_MARKER}{gpu}-{pid}")
+            if add:
+                _hpc_put(mine, job_id + "\n")
+            elif os.path.lexists(mine):
+                os.unlink(mine)
+            _hpc_rewrite(directory, gpu, job_id, add)
+    finally:
+        os.close(lock)  # releases the lock
+
+
+def _hpc_rewrite(directory: str, gpu: str, job_id: str, add: bool) -> None:
+    """One GPU's file: its lines with this job's added, or taken out unless another live
+    process's marker carries it; ids only dead processes' markers carried go too. A file
+    left empty is removed."""
+    live: set[str] = set()
+    dead: set[str] = set()
+    prefix = f"{HPC_MARKER}{gpu}-"
+    for entry in os.listdir(directory):
+        if entry.startswith(prefix) and entry[len(prefix):].isdigit():
+            path = os.path.join(directory, entry)
+            if _alive(int(entry[len(prefix):])):
+                live.add(_hpc_read(path).strip())
+            else:
+                dead.add(_hpc_read(path).strip())
+                os.unlink(path)
+    target = os.path.join(directory, gpu)
+    lines = [x for x in _hpc_read(target).splitlines() if x and (x in live or x not in dead)]
+    if add and job_id not in lines:
+        lines.append(job_id)
+    elif not add and job_id not in live:
+        lines = [x for x in lines if x != job_id]
+    if lines:
+        _hpc_put(target, "".join(f"{x}\n" for x in lines))
+    elif os.path.lexists(target):
+        os.unlink(target)
+
+
+def _hpc_read(path: str) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, HPC_MAX_BYTES).decode("utf-8", "replace")
+    except OSError:  # a directory, say: nothing of ours
+        return ""
+    finally:
+        os.close(fd)
+
+
+def _hpc_put(path: str, text: str) -> None:
+    tmp = f"{os.path.join(os.path.dirname(path), HPC_MARKER)}tmp-{_getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's: alive
+    return True
+
+
 _TRACKER = Tracker()
 
 
 # The bound methods themselves (not wrappers): one Python call less per step.
-# start(name=None): name this job in the monitor (optional; default: the script's name).
+# start(name=None, hpc_job=None, hpc_job_dir=None): name this job in the monitor (optional;
+# default: the script's name); hpc_job: dcgm-exporter's job label for its GPUs.
 start = _TRACKER.start
 # step(samples=0, tokens=0): call once per optimizer step; never raises; thread-safe.
 step = _TRACKER.step

@@ -1,5 +1,5 @@
 """config.toml under the command line: what a command's flags left unset, the file fills
-in (the interval, the theme, [path], [notify]); for webhooks, flags win over
+in (the interval, the theme, [path], [energy], [notify]); for webhooks, flags win over
 GPUTUI_NOTIFY_WEBHOOK, which wins over the file."""
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ def apply_config(args: argparse.Namespace, *, monitor: bool = False) -> NotifySe
         args.path_sysfs = cfg.sysfs
     if getattr(args, "path_procfs", "") is None:
         args.path_procfs = cfg.procfs
+    if getattr(args, "path_rootfs", "") is None:
+        args.path_rootfs = cfg.rootfs
+    args.idle_w = cfg.idle_w  # [energy] idle_w (no flag): the sampler's energy shares
     n = cfg.notify
     command = getattr(args, "notify_command", None)
     terminal = getattr(args, "notify_terminal", None)

@@ -95,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         # at start or mid-run is served as stale while the others (and /metrics, and
         # the signal handlers) go on. A driver hung in init gives up on SIGTERM/SIGINT.
         sampler = Sampler.open(interval=args.interval, cancel=stop, sysfs=paths.sysfs,
-                               procfs=paths.procfs)
+                               procfs=paths.procfs, rootfs=paths.rootfs,
+                               idle_w=getattr(args, "idle_w", None))
         if stop.is_set():
             return 0
         # No GPU source at all: host metrics only (an AMD box without NVML has GPUs).

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     p.set_defaults(func=run)
 
 
-def take_snapshot(paths: KernelPaths | None = None) -> Snapshot:
+def take_snapshot(paths: KernelPaths | None = None, idle_w: float | None = None) -> Snapshot:
     from gputui.telemetry import gpm
     from gputui.telemetry.sampler import Sampler
 
@@ -39,7 +39,7 @@ def take_snapshot(paths: KernelPaths | None = None) -> Snapshot:
     # answering, and Ctrl-C/SIGTERM still end the command at once.
     sampler = Sampler.open(interval=1.0, process_every=1, slow_every=1,
                            read_timeout_s=READ_TIMEOUT_S, sysfs=paths.sysfs,
-                           procfs=paths.procfs)
+                           procfs=paths.procfs, rootfs=paths.rootfs, idle_w=idle_w)
     try:
         settle = CPU_SETTLE_S - (time.monotonic() - started)
         if sampler.source is not None:
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from gputui.commands.config_args import apply_config
 
     apply_config(args)  # config.toml's [path] under the flags
-    snap = take_snapshot(kernel_paths(args))
+    snap = take_snapshot(kernel_paths(args), getattr(args, "idle_w", None))
     if args.json:
         json.dump(snapshot_to_dict(snap), sys.stdout, indent=2)
         sys.stdout.write("\n")

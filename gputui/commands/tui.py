@@ -47,7 +47,8 @@ def _run(args: argparse.Namespace) -> int:
     # big machine its init takes longer than all of that); a recording keeps more fields
     # than the screen shows. Textual's first import is the theme check just below.
     opener = SamplerOpener(interval=args.interval,
-                           profile="record" if args.record else "monitor", paths=paths).start()
+                           profile="record" if args.record else "monitor", paths=paths,
+                           idle_w=getattr(args, "idle_w", None)).start()
     try:
         from gputui.ui.options import AppOptions
         from gputui.ui.themes import require_theme

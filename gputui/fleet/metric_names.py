@@ -237,3 +237,14 @@ THROTTLE_SECONDS = "gputui_throttle_seconds"  # a counter: served as ..._total
 JOB_SAMPLES_PER_SECOND = "gputui_job_samples_per_second"
 JOB_TOKENS_PER_SECOND = "gputui_job_tokens_per_second"
 JOB_LABELS = ("pid", "job", "gpu")
+# A job's energy on each GPU it ran on (gputui.telemetry.energy): a counter, served as
+# ..._total.
+JOB_ENERGY_JOULES = "gputui_job_energy_joules"
+# Each GPU process's share of its GPU's power and energy, and its GPU memory.
+PROCESS_POWER_WATTS = "gputui_process_power_watts"
+PROCESS_ENERGY_JOULES = "gputui_process_energy_joules"  # a counter: served as ..._total
+PROCESS_GPU_MEMORY_BYTES = "gputui_process_gpu_memory_bytes"
+# dcgm-exporter's Kubernetes labels: on a GPU's series where every process on it is in
+# one pod, and on each process's series (empty where it is in none).
+POD_LABELS = ("pod", "namespace", "container")
+PROCESS_LABELS = ("gpu", "UUID", "pid", "user")

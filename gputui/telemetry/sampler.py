@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.telemetry.alerts import AlertEngine
+from gputui.telemetry.energy import Attributed, EnergyAccounts
 from gputui.telemetry.frame import Frame, frozen_map
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.jobs import JobSource
@@ -88,7 +89,7 @@ class Sampler:
                  nvml: NvmlSource | None = None,
                  nvml_error: str | None = None, host: HostSource | None = None,
                  alerts: bool = False, read_timeout_s: float | None = None,
-                 jobs: JobSource | None = None,
+                 jobs: JobSource | None = None, idle_w: float | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wait: Callable[[threading.Event, float], object] = threading.Event.wait,
                  ) -> None:
@@ -101,6 +102,9 @@ class Sampler:
         self.host = host or HostSource()
         # Training jobs reporting with gputui.track (this user's; a few small files).
         self.jobs = jobs if jobs is not None else JobSource()
+        # Energy per process, GPU and job (`idle_w`: config.toml's idle draw, else each
+        # GPU's lowest seen with no compute process): computed here, once per tick.
+        self.energy = EnergyAccounts(idle_w)
         self.tracker = ThrottleTracker()
         self.alerts = AlertEngine() if alerts else None
         self.read_timeout_s = read_timeout_s or read_timeout(interval)
@@ -127,11 +131,14 @@ class Sampler:
              slow_every: int | None = None, profile: str = "full", alerts: bool = False,
              read_timeout_s: float | None = None, open_timeout_s: float = OPEN_TIMEOUT_S,
              cancel: threading.Event | None = None, sysfs: Path = Path("/sys"),
-             procfs: Path = Path("/proc")) -> Sampler:
+             procfs: Path = Path("/proc"), rootfs: Path = Path("/"),
+             idle_w: float | None = None) -> Sampler:
         """Open NVML and amdgpu's files where they are; a machine with neither (or with an
         NVIDIA driver that does not answer within `open_timeout_s`) gets a host-only
         sampler saying why. AMD GPUs are read under `sysfs` and `procfs` (another root:
-        a container with the host's mounted elsewhere).
+        a container with the host's mounted elsewhere), pod and container names under
+        `rootfs`; `idle_w` is every GPU's idle draw for the energy shares (None: each
+        GPU's lowest seen with no compute process).
 
         NVML is opened on a daemon thread: the caller waits in short, interruptible
         steps, so Ctrl-C works even while the driver is stuck, and setting `cancel`
@@ -145,7 +152,8 @@ class Sampler:
         found: list[GpuSource] = [s for s in (nvml, amd) if s is not None]
         source = found[0] if len(found) == 1 else Sources(found) if found else None
         return cls(interval=interval, source=source, nvml=nvml, nvml_error=why, alerts=alerts,
-                   read_timeout_s=read_timeout_s, host=HostSource(procfs=procfs))
+                   read_timeout_s=read_timeout_s, idle_w=idle_w,
+                   host=HostSource(procfs=procfs, rootfs=rootfs))
 
     @staticmethod
     def _open_nvml(every: int, slow: int, profile: str, open_timeout_s: float,
@@ -246,13 +254,25 @@ class Sampler:
         host = self.host.read()
         mono = self._clock()
         jobs = self._read_jobs(gpus, procs, mono)
+        shared = self._attribute(gpus, procs, jobs, mono)
         with self._lock:
             self._seq += 1
             seq = self._seq
         return Snapshot(time=datetime.now(UTC), mono=mono, system=self.system,
-                        host=host, gpus=gpus, processes=procs, nvml_error=self.nvml_error,
-                        seq=seq, skipped_ticks=self.skipped_ticks, jobs=jobs,
+                        host=host, gpus=gpus, processes=shared.processes,
+                        nvml_error=self.nvml_error, seq=seq,
+                        skipped_ticks=self.skipped_ticks, jobs=shared.jobs,
+                        jobs_ended=shared.jobs_ended, gpu_energy=shared.gpu_energy,
                         events=self.source.take_events() if self.source is not None else ())
+
+    def _attribute(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...],
+                   jobs: tuple[JobReading, ...], mono: float) -> Attributed:
+        """Each process's, GPU's and job's energy (gputui.telemetry.energy)."""
+        try:
+            return self.energy.update(gpus, procs, jobs, mono)
+        except Exception:  # a figure no check foresaw must not cost the GPUs their tick
+            logging.getLogger("gputui").exception("sharing out GPU energy failed")
+            return Attributed(procs, jobs)
 
     def _read_jobs(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...],
                    mono: float) -> tuple[JobReading, ...]:

@@ -102,6 +102,16 @@ def fmt_j(j: float | None) -> str:
     return f"{j:.1f}J"
 
 
+def fmt_j_per(j: float | None) -> str:
+    """Energy per step, sample or token: three significant digits ("46 J", "0.359 J",
+    "2.81 mJ")."""
+    if j is None:
+        return NA
+    if 0 < abs(j) < 0.01:
+        return f"{j * 1e3:.3g} mJ"
+    return f"{j:.3g} J"
+
+
 def fmt_duration(seconds: float) -> str:
     """3m12s / 1h02m / 45s: how nvidia-smi users read durations."""
     s = int(max(0, round(seconds)))

@@ -25,10 +25,11 @@ Deliver = Callable[[Sampler], bool]  # True: taken; False: the receiver is gone
 
 class SamplerOpener:
     def __init__(self, *, interval: float, profile: str,
-                 paths: KernelPaths | None = None) -> None:
+                 paths: KernelPaths | None = None, idle_w: float | None = None) -> None:
         self.interval = interval
         self.profile = profile
         self.paths = paths or KernelPaths()
+        self.idle_w = idle_w
         self._lock = threading.Lock()
         self._opened: Sampler | None = None  # opened, not yet handed over
         self._handed: Sampler | None = None  # handed over, not yet confirmed taken
@@ -45,7 +46,8 @@ class SamplerOpener:
 
     def _run(self) -> None:
         sampler = Sampler.open(interval=self.interval, profile=self.profile, alerts=True,
-                               sysfs=self.paths.sysfs, procfs=self.paths.procfs)
+                               sysfs=self.paths.sysfs, procfs=self.paths.procfs,
+                               rootfs=self.paths.rootfs, idle_w=self.idle_w)
         with self._lock:
             if self._cancelled:
                 deliver = None

@@ -47,6 +47,23 @@ def test_llm_and_flops_fields_round_trip_through_the_result() -> None:
     assert back.llm == s and back.flops == f
 
 
+def test_energy_per_output_token_round_trips_and_is_absent_where_unmeasured() -> None:
+    """vLLM's gpu_energy_per_output_token_j: kept where measured; a result saved without
+    it (a CPU run) reads and writes back unchanged."""
+    from dataclasses import replace
+
+    from gputui.bench.lm_view import llm_rows
+
+    s = llm_metrics.summarize([[10.0, 2.0]], batch_size=1, prompt_tokens=3, new_tokens=2)
+    assert "energy_per_output_token_j" not in s.to_dict()
+    measured = replace(s, energy_per_output_token_j=0.125)
+    assert measured.to_dict()["energy_per_output_token_j"] == 0.125
+    r = Result(id="x", benchmark="lm-infer", status="ok", llm=measured)
+    back = Result.from_dict(r.to_dict())
+    assert back.llm is not None and back.llm.energy_per_output_token_j == 0.125
+    assert ("energy", "0.125 J per output token") in llm_rows(back)
+
+
 def test_mfu_from_a_known_peak_and_none_without() -> None:
     f = flops.make(1e9, "analytic", 2e5, 989.4)
     assert f.achieved_tflops == pytest.approx(200.0)

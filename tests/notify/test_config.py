@@ -91,7 +91,7 @@ def test_the_default_place_is_the_user_config_dir(tmp_path: Path,
      "declaration"),
     ("interval = 0.01\n", 1, "interval: must be between 0.1 and 3600 seconds"),
     ("theme = 'nord'\nintervall = 2\n", 2, "intervall: unknown setting (known: interval, "
-     "theme, notify, path)"),
+     "theme, notify, path, energy)"),
     ("[notify]\nterminal = true\nmin_duration = 'long'\n", 3,
      "min_duration: must be a number of seconds (0 or more)"),
     ("[notify]\n\nkinds = ['throttle', 'fire']\n", 3, "kinds: unknown kind 'fire' (known: "

@@ -244,7 +244,8 @@ def run_lm_infer(ctx: Ctx) -> None:
     res.batch_size = b
     res.settings["batch_size"] = b
     res.throughput = tp
-    res.llm = llm
+    # A generated token is this benchmark's sample: J per output token, as vLLM reports it.
+    res.llm = replace(llm, energy_per_output_token_j=res.energy_j_per_sample)
     res.steps, res.samples = loop.steps, loop.samples
     res.peak_memory_bytes = peak_mem
     if req.sweep:
