@@ -72,6 +72,13 @@ SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "baseline_id": None,
         "baseline_value": None,
         "baseline_world": None,
+        # deepbench: which of DeepBench's lists (bench.deepbench.problems), None elsewhere.
+        "op": None,  # gemm, conv, rnn, allreduce or all
+        "problem_set": None,  # train or infer
+        "shape_set": None,  # quick or full
+        # NVTX ranges around the warm-up, the timed loop and each step (CUDA only), for
+        # `nsys profile` (bench.worker.nvtx).
+        "nvtx": False,
     }
 )
 
@@ -241,6 +248,20 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 supports_sweep=True,
             ),
             Benchmark(
+                name="deepbench",
+                kind="probe",
+                description="DeepBench's GEMM, convolution, RNN and all-reduce problems: "
+                "time per call, TFLOP/s and % of peak per shape",
+                unit="TFLOP/s",
+                # scale: every size divided by it (bench.deepbench.problems); a CPU runs
+                # the lists 8× smaller in each dimension, a GPU DeepBench's own sizes.
+                cpu={"op": "all", "problem_set": "train", "shape_set": "quick", "scale": 8,
+                     "steps": 2, "warmup": 1},
+                # fp16: DeepBench's own default precision for training. Seconds per shape.
+                cuda={"op": "all", "problem_set": "train", "shape_set": "quick", "scale": 1,
+                      "precision": "fp16", "duration_s": 0.2, "warmup": 3},
+            ),
+            Benchmark(
                 name="membw",
                 kind="probe",
                 description="Memory bandwidth GB/s: copy and triad on arrays far larger than "
@@ -353,6 +374,25 @@ def _shapes(out: dict[str, Any], name: str) -> None:
     out["shapes"] = [list(s) for s in shapes]
 
 
+def _deepbench(out: dict[str, Any], name: str) -> None:
+    """op / set / shapes: deepbench's only, each one of its choices."""
+    from gputui.bench.deepbench import problems
+
+    given = {k: out.get(k) for k in ("op", "problem_set", "shape_set")
+             if out.get(k) is not None}
+    if given and name != "deepbench":
+        flags = {"op": "--op", "problem_set": "--set", "shape_set": "--shapes"}
+        raise UsageError(f"{', '.join(flags[k] for k in given)} applies to deepbench, "
+                         f"not {name}")
+    if not given:
+        return
+    problem = problems.usage_problem(given.get("op", "all"),
+                                     given.get("problem_set", "train"),
+                                     given.get("shape_set", "quick"))
+    if problem:
+        raise UsageError(problem)
+
+
 def _batch_sizes(out: dict[str, Any], bench: Benchmark) -> None:
     """An explicit sweep grid: whole numbers ≥ 1, kept ascending and once each; giving one
     asks for a sweep."""
@@ -425,7 +465,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise UsageError("benchmark spec must be a JSON object")
     out: dict[str, Any] = {**SPEC_DEFAULTS, **spec}
-    for key in ("channels_last", "compile", "sweep", "profile"):
+    for key in ("channels_last", "compile", "sweep", "profile", "nvtx"):
         out[key] = bool(out[key])
     name = out["benchmark"]
     if not isinstance(name, str) or not name:
@@ -509,6 +549,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if out["profile_dir"] is not None and not isinstance(out["profile_dir"], str):
         raise UsageError("profile dir must be a path")
     _shapes(out, name)
+    _deepbench(out, name)
     _batch_sizes(out, bench)
     _repeat(out, name)
     _nodes(out, bench)
