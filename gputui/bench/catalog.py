@@ -256,7 +256,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 # scale: every size divided by it (bench.deepbench.problems); a CPU runs
                 # the lists 8× smaller in each dimension, a GPU DeepBench's own sizes.
                 cpu={"op": "all", "problem_set": "train", "shape_set": "quick", "scale": 8,
-                     "steps": 2, "warmup": 1},
+                     "steps": 5, "warmup": 1},
                 # fp16: DeepBench's own default precision for training. Seconds per shape.
                 cuda={"op": "all", "problem_set": "train", "shape_set": "quick", "scale": 1,
                       "precision": "fp16", "duration_s": 0.2, "warmup": 3},

@@ -234,8 +234,9 @@ def _allreduce_row(ctx: Ctx, p: AllReduce, name: str) -> DeepbenchRow:
     with nvtx.span("timed loop"):
         while True:
             t_batch = time.perf_counter()
-            for _ in range(SYNC_EVERY):
-                nccl.all_reduce(tensors)
+            for j in range(SYNC_EVERY):
+                with nvtx.span(f"step {done + j}"):
+                    nccl.all_reduce(tensors)
             sync()
             now = time.perf_counter()
             per_call.append((now - t_batch) / SYNC_EVERY)
