@@ -139,6 +139,9 @@ def test_all_ops_in_the_result_json() -> None:
     doc = r.to_dict()
     rows = doc["extra"]["deepbench_rows"]
     assert {row["op"] for row in rows} == set(problems.OPS)
+    timed = [row for row in rows if row["op"] != "allreduce"]
+    assert timed and all(row["tflops"] == pytest.approx(
+        row["flops"] / (row["median_us"] * 1e-6) / 1e12) for row in timed)
     assert len(rows) == len(problems.select("all", "train", "quick"))
     conv = next(row for row in rows if row["op"] == "conv")
     assert conv["shape"] == "700,161,1,32,32,20,5,0,0,2,2" and conv["tflops"] > 0

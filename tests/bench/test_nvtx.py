@@ -71,7 +71,7 @@ def test_ranges_are_cuda_only_by_default() -> None:
     assert not nvtx.enabled()
 
 
-def test_the_flag_reaches_the_request(gputui: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_flags_reach_the_request(gputui: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from gputui.bench import request
 
     seen: dict[str, Any] = {}
@@ -81,6 +81,8 @@ def test_the_flag_reaches_the_request(gputui: Any, monkeypatch: pytest.MonkeyPat
         raise UsageError("stop here")
 
     monkeypatch.setattr(request, "make_request", capture)
-    proc = gputui("bench", "run", "matmul", "--device", "cpu", "--nvtx")
+    proc = gputui("bench", "run", "deepbench", "--device", "cpu", "--nvtx", "--op", "conv",
+                  "--set", "infer", "--shapes", "full")
     assert proc.returncode == 2 and seen["nvtx"] is True
+    assert (seen["op"], seen["problem_set"], seen["shape_set"]) == ("conv", "infer", "full")
     assert request.RunRequest("matmul").nvtx is False  # off by default

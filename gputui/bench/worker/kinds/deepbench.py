@@ -158,6 +158,9 @@ def run_deepbench(ctx: Ctx) -> None:
     if dev.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = dt == "tf32"
         torch.backends.cudnn.benchmark = True  # DeepBench asks cuDNN for its fastest algorithm
+        # What ran, over the switches' values at the worker's start (base_settings).
+        res.settings.update({"tf32_matmul": dt == "tf32", "tf32_cudnn": dt == "tf32",
+                             "cudnn_benchmark": True})
     reset_peak(dev)
     try:
         for p in chosen:
