@@ -113,7 +113,7 @@ COLUMNS: tuple[HostColumn, ...] = (
     HostColumn("mem", "Memory", 10, _mem, right=True),
     HostColumn("power", "Power", 7, lambda s: _power(s.power_w), right=True),
     HostColumn("temp", "Hottest, margin", 15, _hottest, wraps=True),
-    HostColumn("throttling", "Throttling", 24, _throttling, wraps=True),
+    HostColumn("throttling", "Throttling", 30, _throttling, wraps=True),
     HostColumn("lost", "Lost", 8, _lost),
     HostColumn("xids", "XID 1h", 6, _xids, right=True, prometheus_only=True),
     HostColumn("jobs", "Jobs", 18, _jobs, wraps=True),

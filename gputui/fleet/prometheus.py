@@ -82,7 +82,7 @@ class PrometheusPoller:
     def __init__(self, url: str, *, interval: float = 2.0, timeout: float = DEFAULT_TIMEOUT_S,
                  hot_temp_c: float = HOT_TEMP_C, auth: str | None = None,
                  every_gpu: bool = False, history: HistoryWindow | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 recorded: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         self.url = url
         self._auth = auth  # basic auth's Authorization value, or None
         self.interval = interval
@@ -91,7 +91,9 @@ class PrometheusPoller:
         self.every_gpu = every_gpu  # `fleet --once`: every GPU, as JSON has always listed them
         self.history = history or HistoryWindow()
         self._clock = clock
-        self._recorded = True  # the recording rules' series first
+        # The recording rules' series first (False: aggregate at each poll, always).
+        self.use_recorded = recorded
+        self._recorded = recorded
         self._recorded_tried = 0.0
         self._open: str | None = None  # the instance whose GPUs the view shows
         self._gpu_jobs: set[str] = set()
@@ -231,7 +233,8 @@ class PrometheusPoller:
     def _read_figures(self, left: Callable[[], float]) -> dict[str, HostFigures]:
         """Every host's figures: from the recording rules where Prometheus has them."""
         mono = self._clock()
-        if not self._recorded and mono - self._recorded_tried >= RECORDED_RECHECK_S:
+        if (self.use_recorded and not self._recorded
+                and mono - self._recorded_tried >= RECORDED_RECHECK_S):
             self._recorded = True  # look for them again
         if self._recorded:
             figures = collect(query_result(self.url, fleet_query(recorded=True), left(),

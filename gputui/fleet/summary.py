@@ -78,6 +78,9 @@ def summarize(host: FleetHost, hot_temp_c: float, *,
         throttling=len(throttling), throttle_mask=mask,
         lost=sum(1 for g in gpus if g.lost), stale=sum(1 for g in gpus if g.stale and not g.lost),
         idle_held=idle_held,
+        jobs=len(reading.jobs) or None,
+        samples_per_s=_sum(j.samples_per_s for j in reading.jobs),
+        tokens_per_s=_sum(j.tokens_per_s for j in reading.jobs),
     )
 
 

@@ -159,9 +159,10 @@ class Exporter:
 ExporterFactory = Callable[..., Exporter]
 
 
-@pytest.fixture
-def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[ExporterFactory]:
-    """start_exporter(scenario (path, shipped name or dict), hostname=..., interval=...)."""
+@contextlib.contextmanager
+def exporter_factory(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[ExporterFactory]:
+    """start(scenario (path, shipped name or dict), hostname=..., interval=...): real
+    `gputui export` processes, stopped when the block ends (files under `tmp_path`)."""
     started: list[Exporter] = []
 
     def start(scenario: str | os.PathLike[str] | Mapping[str, Any], *, hostname: str,
@@ -205,6 +206,13 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
     finally:
         for exp in started:
             exp.stop()
+
+
+@pytest.fixture
+def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[ExporterFactory]:
+    """start_exporter(scenario (path, shipped name or dict), hostname=..., interval=...)."""
+    with exporter_factory(fake_nvml_lib, tmp_path) as start:
+        yield start
 
 
 class LoopbackHttpServer:

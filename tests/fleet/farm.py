@@ -47,7 +47,7 @@ class FarmHost:
     kind: str = "ok"  # what is wrong with it, for the report ("ok", "down", "throttling", …)
     util: tuple[float, ...] = (90.0,) * GPUS
     mem_used_mib: tuple[int, ...] = (60000,) * GPUS
-    temp_c: tuple[float, ...] = (62.0,) * GPUS
+    temp_c: tuple[float, ...] = tuple(60.0 + i for i in range(GPUS))  # GPU 7 the hottest
     power_w: tuple[float, ...] = (550.0,) * GPUS
     mask: tuple[int, ...] = (0,) * GPUS
     lost: tuple[int, ...] = ()  # GPU indexes
@@ -57,7 +57,11 @@ class FarmHost:
     down: bool = False
 
 
-def _nv_labels(host: str, i: int) -> str:
+def _nv_labels(host: str, i: int, amd: bool = False) -> str:
+    """gputui's GPU labels (on every GPU's lost and stale series, AMD's too)."""
+    if amd:
+        return (f'gpu="{i}",UUID="AMD-{host}-{i}",device="amd{i}",modelName="{AMD_MODEL}",'
+                f'hostname="{host}",pci_bus_id="0000:{0x18 + i:02x}:00.0"')
     return (f'gpu="{i}",UUID="GPU-{host}-{i}",device="nvidia{i}",modelName="{MODEL}",'
             f'hostname="{host}",pci_bus_id="00000000:{0x18 + i:02X}:00.0",'
             f'DCGM_FI_DRIVER_VERSION="550.54.15"')
@@ -102,7 +106,7 @@ def page(h: FarmHost, *, lean: bool = True) -> bytes:
            f'gputui_host_memory_used_bytes{{hostname="{h.name}"}} 412316860416',
            f'gputui_host_memory_total_bytes{{hostname="{h.name}"}} 2164663517184']
     for i in range(GPUS):
-        nv = _nv_labels(h.name, i)
+        nv = _nv_labels(h.name, i, h.amd)
         lost = i in h.lost
         out.append(f"gputui_gpu_lost{{{nv}}} {1 if lost else 0}")
         out.append(f"gputui_gpu_stale{{{nv}}} 0")

@@ -6,6 +6,7 @@ skipped only where it is absent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,10 +18,12 @@ from gputui.fleet.model import HostState
 from gputui.fleet.prometheus import PrometheusPoller, short_error
 from gputui.ui.fleet_app import FleetApp
 from tests.cli import CliRunner
+from tests.fakenvml.harness import FakeNvmlLib
 from tests.fleet.conftest import (
     LOOPBACK,
     ExporterFactory,
     GarbageServer,
+    exporter_factory,
     free_port,
     http_get,
     needs_prometheus,
@@ -40,9 +43,19 @@ class PromSetup:
     garbage: str
 
 
-@pytest.fixture
-def prom(start_exporter: ExporterFactory, garbage_server: GarbageServer,
-         tmp_path: Path) -> Iterator[PromSetup]:
+@pytest.fixture(scope="module")
+def prom(fake_nvml_lib: FakeNvmlLib,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromSetup]:
+    """Two exporters, a port nobody listens on and a garbage server, scraped by one
+    Prometheus for the module (its first scrape takes ~5 s)."""
+    tmp = tmp_path_factory.mktemp("prom")
+    with exporter_factory(fake_nvml_lib, tmp) as start_exporter, \
+            contextlib.closing(GarbageServer()) as garbage_server:
+        yield from _scraped(start_exporter, garbage_server, tmp)
+
+
+def _scraped(start_exporter: ExporterFactory, garbage_server: GarbageServer,
+             tmp_path: Path) -> Iterator[PromSetup]:
     a = start_exporter("two_gpus", hostname="node-a")
     b = start_exporter("throttle", hostname="node-b")
     down = f"{LOOPBACK}:{free_port()}"
