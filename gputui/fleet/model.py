@@ -238,6 +238,12 @@ class HostSummary:
     alerts: tuple[FiringAlert, ...] = ()
     # Mean utilisation per step of the history window, oldest first (None: no data then).
     history: tuple[float | None, ...] | None = None
+    # What needs attention, most urgent first ((Problem.NONE,) when nothing does): worked
+    # out once, as every sort, filter and drawn line asks for it.
+    problems: tuple[Problem, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "problems", self._problems())
 
     @property
     def idle(self) -> int | None:
@@ -249,8 +255,7 @@ class HostSummary:
         known = [v for v in self.history or () if v is not None]
         return sum(known) / len(known) if known else None
 
-    @property
-    def problems(self) -> tuple[Problem, ...]:
+    def _problems(self) -> tuple[Problem, ...]:
         if self.state is not HostState.UP or self.no_gpu_data is not None:
             return (Problem.DOWN,)
         found = []

@@ -21,14 +21,14 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from datetime import UTC, datetime
 from typing import ClassVar
 
-from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.widgets import Header, Input, Static
+from textual.widgets import Header, Input
 
 from gputui.fleet.host_table import ORDERS, arrange, columns_for, fleet_line
 from gputui.fleet.model import FleetSnapshot, FleetSummary, local_clock
@@ -39,6 +39,7 @@ from gputui.ui.terminal_watch import watch_terminal
 from gputui.ui.terminal_writer import diffing_driver
 from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.host_list import HostList, header
+from gputui.ui.widgets.text_lines import TextLines
 
 
 class FleetChanged(Message):
@@ -49,7 +50,7 @@ class FleetApp(App[None]):
     TITLE = "gputui fleet"
     CSS = """
     #summary { height: 1; padding: 0 1; text-style: bold; }
-    #status { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
+    #status { padding: 0 1; color: $text-muted; }
     #columns { height: 1; padding: 0 1; text-style: bold; background: $boost; }
     #hosts { height: 1fr; padding: 0 1; }
     #filter { dock: bottom; height: 3; display: none; }
@@ -76,12 +77,13 @@ class FleetApp(App[None]):
         self.filter_text = ""
         self._pending = threading.Event()
         self._stop_watch: threading.Event | None = None
+        self._shown_at = 0.0  # time.monotonic() of the last show()
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("connecting…", id="summary")
-        yield Static("", id="status")
-        yield Static("", id="columns")
+        yield TextLines("connecting…", id="summary")
+        yield TextLines("", id="status")
+        yield TextLines("", id="columns")
         yield HostList(id="hosts")
         yield Input(placeholder="filter: host, target, problem (down, lost, xid, throttling, "
                     "hot, idle held) or alert; Enter keeps it, Esc clears it", id="filter")
@@ -95,8 +97,13 @@ class FleetApp(App[None]):
         self.query_one(HostList).focus()
         self.poller.start(self._news)
         self._redraw()  # every host "waiting for the first answer" (where they are known)
-        # Redrawn every interval even without news: "last seen … ago" and retry countdowns.
-        self.set_interval(self.interval, self._redraw)
+        # Redrawn every interval even without news ("last seen … ago", retry countdowns),
+        # unless news came within it.
+        self.set_interval(self.interval, self._tick)
+
+    def _tick(self) -> None:
+        if time.monotonic() - self._shown_at >= self.interval * 0.9:
+            self._redraw()
 
     def _terminal_gone(self) -> None:
         """On the watcher's thread, when the terminal is gone (ssh dropped, tmux killed):
@@ -178,10 +185,10 @@ class FleetApp(App[None]):
     def show(self, snap: FleetSnapshot) -> None:
         self.snapshot = snap
         self.polls += 1
+        self._shown_at = time.monotonic()
         if isinstance(self.screen, FleetHostScreen) and self.screen.is_mounted:
             self.screen.show(snap)
-        self.query_one("#summary", Static).update(Text(
-            fleet_line(FleetSummary.of(snap.summaries))))
+        self.query_one("#summary", TextLines).set(fleet_line(FleetSummary.of(snap.summaries)))
         self._show_hosts()
 
     def _show_hosts(self) -> None:
@@ -194,7 +201,7 @@ class FleetApp(App[None]):
         rows = arrange(snap.summaries, order, self.filter_text)
         hosts = self.query_one(HostList)
         hosts.set_rows(rows, columns, datetime.now(UTC))
-        self.query_one("#columns", Static).update(Text(header(columns, hosts.name_width)))
+        self.query_one("#columns", TextLines).set(header(columns, hosts.name_width))
         shown = "" if not self.filter_text else (
             f" · filter {printable(self.filter_text)!r}: {len(rows)} of {len(snap.summaries)}")
         read = "" if snap.poll_s is None else f" (read in {snap.poll_s:.2f} s)"
@@ -208,4 +215,4 @@ class FleetApp(App[None]):
             lines.append(f"ERROR: {printable(snap.error)}")
         notes = [n for n in (snap.warning, self.advice) if n]
         lines += [printable(n) for n in notes]
-        self.query_one("#status", Static).update(Text("\n".join(lines)))
+        self.query_one("#status", TextLines).set("\n".join(lines))

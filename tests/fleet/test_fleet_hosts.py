@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input
 
 from gputui.fleet.host_queries import recording_rules
 from gputui.fleet.host_table import spark
@@ -31,6 +31,7 @@ from gputui.telemetry.throttle import reason_keys
 from gputui.ui.fleet_app import FleetApp
 from gputui.ui.screens.fleet_host import FleetHostScreen
 from gputui.ui.widgets.host_list import HostList
+from gputui.ui.widgets.text_lines import TextLines
 from tests.cli import CliRunner
 from tests.fleet.conftest import (
     ALERT_RULES,
@@ -240,7 +241,7 @@ async def test_the_view_drills_down_filters_and_sends_only_per_host_queries(
         mean = hosts.rows[node].util_mean_pct
         assert mean is not None and hosts.rows[node].history_mean_pct == pytest.approx(mean)
         assert f"{spark([None] * 11 + [mean])} {mean:3.0f} " in hosts.line_text(node)
-        summary = str(app.query_one("#summary", Static).render())
+        summary = app.query_one("#summary", TextLines).text
         assert summary.startswith("32 hosts: 31 up, 1 down · 248 GPUs:")
         # Enter on the throttling host: its eight GPUs, two of them throttling.
         await pilot.press("down", "down", "down", "enter")
@@ -291,7 +292,7 @@ async def test_direct_mode_says_once_past_fifty_targets(fleet: Setup, cli: CliRu
                    interval=1, advice=direct_mode_advice(len(targets)))
     async with app.run_test(size=(200, 40)) as pilot:
         await _until(pilot, lambda: app.snapshot is not None)
-        assert "51 targets read directly" in str(app.query_one("#status", Static).render())
+        assert "51 targets read directly" in app.query_one("#status", TextLines).text
         await pilot.press("q")
 
 
