@@ -114,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
             if problem:  # may quote the Prometheus server: shown escaped
                 print(f"gputui: {printable(problem)}", file=sys.stderr)
             return 1 if problem else 0
+        from gputui.fleet.prometheus import PrometheusPoller
+
+        if isinstance(poller, PrometheusPoller):
+            poller.prefetch()  # the first read travels while the view starts
         from gputui.ui.fleet_app import FleetApp
         from gputui.ui.terminal_watch import exit_on_sigterm
 

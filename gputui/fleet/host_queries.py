@@ -65,8 +65,9 @@ _HELD_MIB = HELD_MEMORY_BYTES // MIB
 class Figure:
     name: str  # its `figure` tag
     expr: str  # PromQL: at most a few series per host, each with an `instance` label
-    # Aggregates every GPU series of a metric: what a recording rule takes off each poll.
-    # The others select a series per host or fewer and stay live.
+    # Selects a series per GPU (or per host) of every host: what a recording rule takes
+    # off each poll. The others select only the series of hosts where something is
+    # wrong (an XID, a broken NVML, a firing alert) or a job runs, and stay live.
     heavy: bool = True
 
     @property
@@ -107,8 +108,10 @@ FIGURES: tuple[Figure, ...] = (
                         f"or avg_over_time({mn.AMD_GFX_ACTIVITY.name}[{_IDLE}]) "
                         f"< {IDLE_BELOW_PCT:g} and {mn.AMD_USED_VRAM.name} >= {_HELD_MIB})"),
     # Targets Prometheus could not scrape (`up` is per target: one per host).
-    Figure("down", f"min by ({BY}, job) (up) == 0", heavy=False),
-    Figure("no_gpu_data", f"min by ({BY}) ({mn.UP}) == 0", heavy=False),
+    # Targets Prometheus could not scrape (`up` is per target: one per host), and
+    # exporters that answer without GPU data; both are absent for a host that is fine.
+    Figure("down", f"min by ({BY}, job) (up) == 0"),
+    Figure("no_gpu_data", f"min by ({BY}) ({mn.UP}) == 0"),
     Figure("nvml_error", f"max by ({BY}, reason) ({mn.NVML_ERROR_INFO})", heavy=False),
     # XID events in the last hour. gputui makes an XID's counter at its first event, so a
     # counter younger than the hour counts whole (as the shipped GpuXidError rule does).
@@ -132,13 +135,15 @@ def _tagged(f: Figure) -> str:
 
 def fleet_query(*, recorded: bool) -> str:
     """Every figure of every host in one instant query. `recorded`: the heavy figures from
-    their recording rules' series (one selection, a series per host and figure)."""
+    their recording rules' series (one selection; each carries its `figure` label).
+
+    The few series come first: `or` looks up every series on its right among those on
+    its left, so the large part goes last."""
+    light = [_tagged(f) for f in FIGURES if not f.heavy]
     if not recorded:
-        return " or ".join(_tagged(f) for f in FIGURES)
-    # Tagged with the figure its name says; `* 1` drops the name, which need not travel.
-    records = (f'label_replace({{__name__=~"{RECORD_PREFIX}.+"}}, "{FIGURE_LABEL}", "$1", '
-               f'"__name__", "{RECORD_PREFIX}(.+)") * 1')
-    return " or ".join([records, *(_tagged(f) for f in FIGURES if not f.heavy)])
+        return " or ".join([*light, *(_tagged(f) for f in FIGURES if f.heavy)])
+    # `* 1` drops the recorded series' names, which need not travel.
+    return " or ".join([*light, f'{{__name__=~"{RECORD_PREFIX}.+"}} * 1'])
 
 
 def history_query(step_s: float, *, recorded: bool) -> str:
@@ -163,7 +168,8 @@ def recording_rules() -> str:
     ]
     for f in FIGURES:
         if f.heavy:
-            lines += [f"      - record: {f.record}", "        expr: |", f"          {f.expr}"]
+            lines += [f"      - record: {f.record}", "        expr: |", f"          {f.expr}",
+                      "        labels:", f"          {FIGURE_LABEL}: {f.name}"]
     return "\n".join(lines) + "\n"
 
 

@@ -106,14 +106,21 @@ class PrometheusPoller:
         self._reasons_at = 0.0
         self._lock = threading.Lock()  # one poll at a time
         self._latest: FleetSnapshot | None = None  # until the first poll has ended
+        self._polled_at = 0.0  # time.monotonic() when the latest poll ended
         self._stop = threading.Event()
         self._wake = threading.Event()
 
-    def poll(self, force: bool = False) -> FleetSnapshot:
+    def poll(self, force: bool = False, *, quick: bool = False) -> FleetSnapshot:
+        """One read of Prometheus; not forced, one that ended under half an interval ago
+        (`prefetch`'s) is answer enough. `quick`: the hosts only, as soon as can be (the
+        hour's history and why targets fail come with the next read)."""
         with self._lock:
             started = time.monotonic()
+            if (not force and self._latest is not None
+                    and started - self._polled_at < self.interval / 2):
+                return self._latest
             try:
-                snap = self._poll(started)
+                snap = self._poll(started, quick)
             except Exception as exc:  # a bug must not end the live loop: say it, go on
                 snap = FleetSnapshot(time=datetime.now(UTC), source=self.url,
                                      hot_temp_c=self.hot_temp_c,
@@ -121,18 +128,30 @@ class PrometheusPoller:
                                      f"{type(exc).__name__}: {exc}")
             snap = replace(snap, poll_s=time.monotonic() - started)
             self._latest = snap
+            self._polled_at = time.monotonic()
             return snap
+
+    def prefetch(self) -> None:
+        """Read the hosts now, on a daemon thread: the view starts meanwhile, and its first
+        screen shows them."""
+        threading.Thread(target=self.poll, kwargs={"quick": True}, daemon=True,
+                         name="gputui-fleet-prefetch").start()
 
     def start(self, notify: Callable[[], object]) -> None:
         def run() -> None:
+            force = False
+            quick = True  # the first screen as soon as can be
             while not self._stop.is_set():
-                snap = self.poll()
+                snap = self.poll(force, quick=quick)
                 notify()
+                if quick:
+                    force, quick = True, False  # and the rest right after it
+                    continue
                 # Every `interval` from start to start; a slow Prometheus still gets a
                 # breather between polls.
                 took = snap.poll_s or 0.0
-                if self._wake.wait(max(self.interval - took, self.interval / 4)):
-                    self._wake.clear()
+                force = self._wake.wait(max(self.interval - took, self.interval / 4))
+                self._wake.clear()
 
         threading.Thread(target=run, name="gputui-fleet-prometheus", daemon=True).start()
 
@@ -154,7 +173,7 @@ class PrometheusPoller:
 
     # --- one poll ------------------------------------------------------------------------
 
-    def _poll(self, started: float) -> FleetSnapshot:
+    def _poll(self, started: float, quick: bool) -> FleetSnapshot:
         now = datetime.now(UTC)
         end = started + self.timeout
 
@@ -182,13 +201,15 @@ class PrometheusPoller:
             if h.job and not h.down:
                 self._gpu_jobs.add(h.job)
         try:
-            self._read_history(left)
+            if not quick:
+                self._read_history(left)
         except ScrapeError as exc:
             warnings.append(f"history not read: {exc}")
         failing = frozenset((i, h.job or "") for i, h in figures.items()
                             if h.down and h.job in self._gpu_jobs)
         try:
-            self._read_reasons(failing, left)
+            if not quick:
+                self._read_reasons(failing, left)
         except ScrapeError:
             pass  # the generic reason below will do
         summaries: list[HostSummary] = []
