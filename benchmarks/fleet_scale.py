@@ -27,9 +27,10 @@ Measured per run:
 - for context: Prometheus' and the farm's CPU over the same window, the time Prometheus
   spent on the view's queries (its query log), and the machine's load.
 
-`--compare PATH` runs another gputui tree (e.g. a worktree of main) the same way, the two
-alternating `--rounds` times; medians are reported. Not a test: the figures depend on the
-machine and its load, which are printed alongside.
+`--direct` points the view at the farm's endpoints instead (Prometheus still runs, for the
+same load). `--compare PATH` runs another gputui tree (e.g. `git archive main` unpacked)
+the same way, the two alternating `--rounds` times; medians are reported. Not a test: the
+figures depend on the machine and its load, which are printed alongside.
 
     python benchmarks/fleet_scale.py [--hosts 100,300,1000] [--duration 30] [--rounds 1]
                                      [--compare PATH] [--no-rules] [--json]
@@ -257,7 +258,8 @@ def run_size(n: int, programs: list[tuple[str, list[str]]], args: argparse.Names
                 order = range(len(programs)) if rnd % 2 == 0 else reversed(range(len(programs)))
                 for i in order:
                     label, command = programs[i]
-                    cmd = [*command, "fleet", "--prometheus", prom.url,
+                    source = fm.targets if args.direct else ["--prometheus", prom.url]
+                    cmd = [*command, "fleet", *source,
                            "--interval", f"{args.interval:g}", "--timeout", f"{args.timeout:g}"]
                     r = measure(cmd, label, prom, fm, duration=args.duration,
                                 settle=args.settle, size=size)
@@ -287,7 +289,8 @@ def report(sizes: list[dict[str, object]], args: argparse.Namespace) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    how = ("recording rules" if not args.no_rules else "live aggregation (no recording rules)")
+    how = ("reading every endpoint directly" if args.direct else "recording rules"
+           if not args.no_rules else "live aggregation (no recording rules)")
     lines.append(f"(every {args.interval:g} s, {how}, scrape every {args.scrape_interval}; "
                  f"measured over {args.duration:g} s from {args.settle:g} s after the first "
                  f"screen" + (f", median of {args.rounds} alternating rounds"
@@ -312,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-rules", action="store_true",
                     help="without the recording rules: the view aggregates live")
     ap.add_argument("--lean", action="store_true", help="pages with only what the fleet reads")
+    ap.add_argument("--direct", action="store_true",
+                    help="the view reads the farm's endpoints itself, not Prometheus")
     ap.add_argument("--size", default="160x50", help="tmux pane, COLSxROWS (160x50)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
