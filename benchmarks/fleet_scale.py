@@ -79,6 +79,9 @@ from tests.fleet.farm import raise_fd_limit  # noqa: E402
 READY = re.compile(r"\d hosts?: \d|\d+/\d+ hosts up")
 READ_IN = re.compile(r"updated (\d\d:\d\d:\d\d) \(read in ([\d.]+) s\)")
 GOALS = {"cpu_pct": 5.0, "first_screen_s": 2.0}
+METRICS = ("first_screen_s", "cpu_pct", "peak_rss_mb", "refresh_median_s", "refresh_max_s",
+           "refreshes", "prometheus_cpu_pct", "farm_cpu_pct", "prometheus_query_s_per_s",
+           "queries_per_s", "measured_s")
 
 
 @dataclass
@@ -225,9 +228,9 @@ def measure(command: list[str], label: str, prom: Prometheus, fm: Farm, *, durat
 def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
     out: dict[str, object] = {"program": runs[0]["program"], "rounds": len(runs)}
     for key, value in runs[0].items():
-        if isinstance(value, int | float) and key != "rounds":
+        if (value is None or isinstance(value, int | float)) and key != "rounds":
             values = [v for r in runs if isinstance(v := r.get(key), int | float)]
-            out[key] = round(statistics.median(values), 3)
+            out[key] = round(statistics.median(values), 3) if values else None
     out["load_avg_1m"] = [x for r in runs for x in r["load_avg_1m"]]  # type: ignore[union-attr]
     out["runs"] = runs
     return out
@@ -261,8 +264,13 @@ def run_size(n: int, programs: list[tuple[str, list[str]]], args: argparse.Names
                     source = fm.targets if args.direct else ["--prometheus", prom.url]
                     cmd = [*command, "fleet", *source,
                            "--interval", f"{args.interval:g}", "--timeout", f"{args.timeout:g}"]
-                    r = measure(cmd, label, prom, fm, duration=args.duration,
-                                settle=args.settle, size=size)
+                    try:
+                        r = measure(cmd, label, prom, fm, duration=args.duration,
+                                    settle=args.settle, size=size)
+                    except RuntimeError as exc:  # e.g. no first screen in 120 s
+                        r = {**dict.fromkeys(METRICS), "program": label,
+                             "error": str(exc).splitlines()[0],
+                             "load_avg_1m": [round(os.getloadavg()[0], 2)]}
                     print(f"#   {label}: {json.dumps(r)}", file=sys.stderr)
                     runs[i].append(r)
     return {"hosts": n, "gpus": n * 8, "series": series, "page_bytes": fm.page_bytes,

@@ -4,7 +4,10 @@ Each figure of a host's row is one expression aggregated `by (instance)`, so wha
 Prometheus sends back, and what the view parses, grows with the hosts, not with their
 GPUs' series. All figures travel in one instant query: each expression is tagged with a
 `figure` label (`label_replace`) and the tagged results joined with `or`, which never
-collides because no two figures share a tag. Hosts are Prometheus' `instance` (as the
+collides because no two figures share a tag. The figures that select every GPU's series
+are also written as recording rules (`recording_rules`, deploy/prometheus/gputui-fleet.yml,
+each rule labelled with its figure): where Prometheus has them, the query reads their
+series instead of aggregating at each refresh. Hosts are Prometheus' `instance` (as the
 per-GPU reader groups them: two exporters on one machine stay apart), named by their
 `hostname` (or older `Hostname`) label.
 
@@ -12,8 +15,8 @@ Both GPU families are covered, NVIDIA's under dcgm-exporter's names (`DCGM_FI_*`
 AMD's under AMD Device Metrics Exporter's (`gpu_*`), joined with `or` GPU by GPU (their
 label sets differ, so each GPU counts once), so dcgm-exporter and AMD's own exporter work
 as well as gputui's. Where only gputui's own series say it (lost and stale GPUs, XIDs per
-event, the training jobs), those are read; a host served by another exporter shows N/A
-there. The thresholds are `summary`'s, the same as for hosts read directly.
+event, the training jobs), those are read; a host served by another exporter shows none
+(its XIDs N/A). The thresholds are `summary`'s, the same as for hosts read directly.
 """
 
 from __future__ import annotations
@@ -265,7 +268,8 @@ def _count(v: float | None) -> int | None:
 
 
 def summary_of(instance: str, h: HostFigures, *, name: str | None, hot_temp_c: float,
-               last_seen: datetime | None) -> HostSummary:
+               last_seen: datetime | None,
+               history: tuple[float | None, ...] | None = None) -> HostSummary:
     """An answering host's row (a down one is made by the poller, which knows why)."""
     v = h.values
     gpus = _count(v.get("gpus")) or 0
@@ -296,4 +300,5 @@ def summary_of(instance: str, h: HostFigures, *, name: str | None, hot_temp_c: f
         jobs=_count(v.get("jobs")), samples_per_s=v.get("samples_per_s"),
         tokens_per_s=v.get("tokens_per_s"),
         alerts=tuple(sorted(h.alerts, key=lambda a: (a.severity != "critical", a.name))),
+        history=history,
     )

@@ -231,9 +231,9 @@ class PrometheusPoller:
             if "gpus" not in h.values and "no_gpu_data" not in h.values:
                 continue  # no GPU series: not a GPU host (its alerts are another's)
             self._last_seen[instance] = now
-            summaries.append(replace(
-                summary_of(instance, h, name=self._names.get(instance),
-                           hot_temp_c=self.hot_temp_c, last_seen=now), history=history))
+            summaries.append(summary_of(instance, h, name=self._names.get(instance),
+                                        hot_temp_c=self.hot_temp_c, last_seen=now,
+                                        history=history))
         hosts: tuple[FleetHost, ...] = ()
         want = [s for s in summaries if self.every_gpu or s.target == self._open]
         if want:
