@@ -23,6 +23,13 @@ run that warm-up plus an hour (~2 h 10 min at 1 s).
     python benchmarks/soak.py [--minutes M] [--interval 1] [--every 60] [--json]
         [--log samples.jsonl] [--env MALLOC_ARENA_MAX=2] [--source DIR]
 
+`--malloc-info` adds glibc's own view from inside gputui (a `sitecustomize` on its
+PYTHONPATH starts a thread that reads `mallinfo2()` and counts the arenas in
+`malloc_info()` every 10 s): bytes malloc holds in use, bytes it holds free, and how
+many arenas. Python's small objects live in its own mmap'd arenas, outside malloc, so
+"in use" growing means larger buffers (arrays, strings over 512 bytes) or C code;
+"free" growing with "in use" flat means fragmentation.
+
 `--source DIR` runs the `gputui` of another checkout (`python -m gputui` from DIR),
 so a before/after pair runs side by side in one machine's conditions. `--log` writes
 each sample as one JSON line as it is taken (read a long run while it runs).
@@ -78,6 +85,50 @@ while os.getppid() == parent:
 """
 
 
+# Written next to gputui as sitecustomize.py with --malloc-info. It acts only in the
+# process that has the variable (it removes it, so no child inherits it).
+MALLOC_PROBE = """\
+import os
+_path = os.environ.pop("GPUTUI_SOAK_MALLOC_INFO", None)
+if _path:
+    import ctypes, json, tempfile, threading, time
+
+    class _Info(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+                    "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    _libc = ctypes.CDLL(None)
+    _libc.mallinfo2.restype = _Info
+    _libc.fopen.restype = ctypes.c_void_p
+    _libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    _libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    _libc.fclose.argtypes = [ctypes.c_void_p]
+
+    def _arenas():
+        fd, xml = tempfile.mkstemp()
+        os.close(fd)
+        fp = _libc.fopen(xml.encode(), b"w")
+        _libc.malloc_info(0, fp)
+        _libc.fclose(fp)
+        with open(xml) as f:
+            n = f.read().count("<heap nr=")
+        os.unlink(xml)
+        return n
+
+    def _run():
+        while True:
+            m = _libc.mallinfo2()
+            row = {"in_use_mb": (m.uordblks + m.hblkhd) / 1e6, "free_mb": m.fordblks / 1e6,
+                   "arenas": _arenas()}
+            with open(_path + ".tmp", "w") as f:
+                json.dump(row, f)
+            os.replace(_path + ".tmp", _path)
+            time.sleep(10)
+
+    threading.Thread(target=_run, name="soak-malloc-info", daemon=True).start()
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Sample:
     minute: float
@@ -87,6 +138,10 @@ class Sample:
     threads: int
     fds: int
     cpu_pct: float | None  # % of one core since the previous sample
+    # With --malloc-info: glibc's mallinfo2() (all arenas), and how many arenas.
+    malloc_in_use_mb: float | None = None  # allocated chunks, mmap'd ones included
+    malloc_free_mb: float | None = None  # free chunks malloc keeps
+    malloc_arenas: int | None = None
 
 
 def _memory_parts(pid: int) -> tuple[float, float]:
@@ -155,8 +210,19 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _malloc_row(path: Path | None) -> dict[str, float]:
+    if path is None:
+        return {}
+    try:
+        row = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {"malloc_in_use_mb": round(row["in_use_mb"], 2),
+            "malloc_free_mb": round(row["free_mb"], 2), "malloc_arenas": row["arenas"]}
+
+
 def _sample(proc: psutil.Process, t0: float, prev: tuple[float, float] | None,
-            ) -> tuple[Sample, tuple[float, float]]:
+            malloc_info: Path | None) -> tuple[Sample, tuple[float, float]]:
     cpu = proc.cpu_times()
     now = time.monotonic()
     used = cpu.user + cpu.system
@@ -164,13 +230,14 @@ def _sample(proc: psutil.Process, t0: float, prev: tuple[float, float] | None,
     pct = None if prev is None else round(100 * (used - prev[1]) / (now - prev[0]), 1)
     smp = Sample(minute=round((now - t0) / 60, 2), rss_mb=round(proc.memory_info().rss / 1e6, 2),
                  heap_mb=round(heap, 2), anon_mb=round(anon, 2), threads=proc.num_threads(),
-                 fds=proc.num_fds(), cpu_pct=pct)
+                 fds=proc.num_fds(), cpu_pct=pct,
+                 **_malloc_row(malloc_info))  # type: ignore[arg-type]
     return smp, (now, used)
 
 
 def soak(minutes: float, interval: float, every: float, storm_s: float, *, webhook: bool,
          job: bool, warmup: float, extra_env: dict[str, str], source: Path | None,
-         log: TextIO | None) -> dict[str, object]:
+         log: TextIO | None, malloc_info: bool) -> dict[str, object]:
     lib = build_library()
     with tempfile.TemporaryDirectory(prefix="gputui-soak-") as tmp_name:
         tmp = Path(tmp_name)
@@ -181,9 +248,18 @@ def soak(minutes: float, interval: float, every: float, storm_s: float, *, webho
             base[var] = str(tmp / var.lower())
             Path(base[var]).mkdir(mode=0o700)
         base.update(extra_env)
+        paths = []
         if source is not None:
             # `python -m gputui` run from DIR imports DIR's gputui first (sys.path[0]).
-            base["PYTHONPATH"] = str(source)
+            paths.append(str(source))
+        info_file = None
+        if malloc_info:
+            (tmp / "probe").mkdir()
+            (tmp / "probe" / "sitecustomize.py").write_text(MALLOC_PROBE)
+            paths.append(str(tmp / "probe"))
+            info_file = tmp / "malloc-info.json"
+        if paths:
+            base["PYTHONPATH"] = os.pathsep.join(paths)
         scenario = derive_scenario("eight_gpus", ALERTING if webhook else {},
                                    tmp / "scenario.conf")
         env = lib.env(scenario, base=base)
@@ -196,6 +272,8 @@ def soak(minutes: float, interval: float, every: float, storm_s: float, *, webho
                    else gputui_command()) + ["--interval", str(interval)]
         job_proc = subprocess.Popen([sys.executable, "-c", JOB], env=env, cwd=source or ROOT,
                                     stdin=subprocess.DEVNULL) if job else None
+        if info_file is not None:
+            env["GPUTUI_SOAK_MALLOC_INFO"] = str(info_file)  # gputui's alone, not the job's
         try:
             with TmuxSession(command, env=env, width=WIDTH, height=HEIGHT, name="soak",
                              cwd=source) as s:
@@ -219,7 +297,7 @@ def soak(minutes: float, interval: float, every: float, storm_s: float, *, webho
                 prev: tuple[float, float] | None = None
                 end = t0 + minutes * 60
                 while True:
-                    smp, prev = _sample(proc, t0, prev)
+                    smp, prev = _sample(proc, t0, prev, info_file)
                     samples.append(smp)
                     if log is not None:
                         log.write(json.dumps(asdict(smp)) + "\n")
@@ -241,10 +319,14 @@ def soak(minutes: float, interval: float, every: float, storm_s: float, *, webho
         "interval_s": interval, "gpus": GPUS, "terminal": f"{WIDTH}x{HEIGHT}",
         "minutes": minutes, "warmup_min": warmup, "webhook": webhook, "job": job,
         "env": extra_env, "source": None if source is None else str(source),
-        "job_on_screen": job and "soak-job" in screen,
+        "job_on_screen": job and "soak-job" in screen, "malloc_info": malloc_info,
         "rss_slope_mb_per_h": _round(slope_per_hour([(p.minute, p.rss_mb) for p in fitted])),
         "heap_slope_mb_per_h": _round(slope_per_hour([(p.minute, p.heap_mb) for p in fitted])),
         "anon_slope_mb_per_h": _round(slope_per_hour([(p.minute, p.anon_mb) for p in fitted])),
+        "malloc_in_use_slope_mb_per_h": _round(slope_per_hour(
+            [(p.minute, p.malloc_in_use_mb) for p in fitted if p.malloc_in_use_mb is not None])),
+        "malloc_free_slope_mb_per_h": _round(slope_per_hour(
+            [(p.minute, p.malloc_free_mb) for p in fitted if p.malloc_free_mb is not None])),
         "fitted_samples": len(fitted),
         "fit_from": asdict(fitted[0]) if fitted else None,
         "fit_to": asdict(fitted[-1]) if fitted else None,
@@ -266,11 +348,16 @@ def report(r: dict[str, object]) -> str:
              f"{' env ' + str(r['env']) if r['env'] else ''}"
              f"{' from ' + str(r['source']) if r['source'] else ''} "
              f"(machine load {r['load_avg_1m']} on {r['cpus']} CPUs)",
-             "minute  RSS MB  heap MB  anon MB  threads  fds  CPU % of a core"]
+             "minute  RSS MB  heap MB  anon MB  threads  fds  CPU % of a core"
+             + ("  malloc: in use MB  free MB  arenas" if r["malloc_info"] else "")]
     for smp in r["samples"]:  # type: ignore[union-attr]
         cpu = "-" if smp["cpu_pct"] is None else f"{smp['cpu_pct']:.1f}"
-        lines.append(f"{smp['minute']:>6.2f}  {smp['rss_mb']:>6.1f}  {smp['heap_mb']:>7.1f}  "
-                     f"{smp['anon_mb']:>7.1f}  {smp['threads']:>7}  {smp['fds']:>3}  {cpu:>6}")
+        line = (f"{smp['minute']:>6.2f}  {smp['rss_mb']:>6.1f}  {smp['heap_mb']:>7.1f}  "
+                f"{smp['anon_mb']:>7.1f}  {smp['threads']:>7}  {smp['fds']:>3}  {cpu:>15}")
+        if smp["malloc_in_use_mb"] is not None:
+            line += (f"  {smp['malloc_in_use_mb']:>17.2f}  {smp['malloc_free_mb']:>7.2f}  "
+                     f"{smp['malloc_arenas']:>6}")
+        lines.append(line)
 
     def mbh(key: str) -> str:
         v = r[key]
@@ -282,7 +369,9 @@ def report(r: dict[str, object]) -> str:
         f"RSS {a['rss_mb']:.1f} → {b['rss_mb']:.1f} MB")  # type: ignore[index]
     lines.append(f"slope after the {r['warmup_min']:g}-minute warm-up ({span}): "
                  f"RSS {mbh('rss_slope_mb_per_h')}, heap {mbh('heap_slope_mb_per_h')}, "
-                 f"other anonymous {mbh('anon_slope_mb_per_h')}")
+                 f"other anonymous {mbh('anon_slope_mb_per_h')}"
+                 + (f"; malloc in use {mbh('malloc_in_use_slope_mb_per_h')}, free "
+                    f"{mbh('malloc_free_slope_mb_per_h')}" if r["malloc_info"] else ""))
     lines.append(f"peak RSS (VmHWM) {r['peak_rss_mb']} MB; exit status {r['exit_status']}"
                  + ("" if not r["job"] else
                     f"; job on screen: {'yes' if r['job_on_screen'] else 'NO'}"))
@@ -318,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="set a variable for gputui (e.g. MALLOC_ARENA_MAX=2); repeatable")
     ap.add_argument("--source", type=Path, metavar="DIR",
                     help="run the gputui of this checkout instead of the installed one")
+    ap.add_argument("--malloc-info", action="store_true",
+                    help="also sample glibc's mallinfo2() and arena count from inside gputui")
     ap.add_argument("--log", type=Path, metavar="FILE",
                     help="append each sample to FILE as a JSON line as it is taken")
     ap.add_argument("--resize-storm", type=float, default=0.0, metavar="S",
@@ -336,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         r = soak(minutes, args.interval, args.every, args.resize_storm,
                  webhook=args.webhook, job=args.job, warmup=warmup,
-                 extra_env=dict(args.env), source=args.source, log=log)
+                 extra_env=dict(args.env), source=args.source, log=log,
+                 malloc_info=args.malloc_info)
     finally:
         if log is not None:
             log.close()
