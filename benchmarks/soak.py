@@ -14,8 +14,13 @@ Every `--every` seconds it samples the process: RSS (MB), the part of it in the 
 heap (`[heap]` in /proc/PID/smaps) and in other anonymous mappings (glibc's
 per-thread arenas, thread stacks, Python's arenas), threads, open file descriptors,
 CPU as a % of one core. At the end it reports the **RSS slope in MB/h**, a
-least-squares fit over the samples after `--warmup` minutes, and the same for the heap
-and the other anonymous memory, so that a slope says where it grows. The monitor's
+least-squares fit over the samples after `--warmup` minutes, and the same for the
+anonymous memory (heap + other anonymous: what the process itself allocated), the heap
+and the other anonymous memory, so that a slope says where it grows. RSS also counts
+file-backed pages (the interpreter's and libraries' code), which the kernel drops and
+reads back as the machine's other processes need memory: on a shared machine RSS can
+step down by a megabyte or two in every process at once, while the anonymous memory does
+not move. The anonymous slope is the one that says whether gputui leaks. The monitor's
 history fills its window first (an hour at 1 s: `gputui.telemetry.history`), growing
 RSS by design, so the default warm-up is that window and a little more, and the default
 run that warm-up plus an hour (~2 h 10 min at 1 s).
@@ -321,6 +326,8 @@ def soak(minutes: float, interval: float, every: float, storm_s: float, *, webho
         "env": extra_env, "source": None if source is None else str(source),
         "job_on_screen": job and "soak-job" in screen, "malloc_info": malloc_info,
         "rss_slope_mb_per_h": _round(slope_per_hour([(p.minute, p.rss_mb) for p in fitted])),
+        "anonymous_slope_mb_per_h": _round(slope_per_hour(
+            [(p.minute, p.heap_mb + p.anon_mb) for p in fitted])),
         "heap_slope_mb_per_h": _round(slope_per_hour([(p.minute, p.heap_mb) for p in fitted])),
         "anon_slope_mb_per_h": _round(slope_per_hour([(p.minute, p.anon_mb) for p in fitted])),
         "malloc_in_use_slope_mb_per_h": _round(slope_per_hour(
@@ -368,8 +375,9 @@ def report(r: dict[str, object]) -> str:
         f"minutes {a['minute']:g}–{b['minute']:g}, {r['fitted_samples']} samples, "  # type: ignore[index]
         f"RSS {a['rss_mb']:.1f} → {b['rss_mb']:.1f} MB")  # type: ignore[index]
     lines.append(f"slope after the {r['warmup_min']:g}-minute warm-up ({span}): "
-                 f"RSS {mbh('rss_slope_mb_per_h')}, heap {mbh('heap_slope_mb_per_h')}, "
-                 f"other anonymous {mbh('anon_slope_mb_per_h')}"
+                 f"RSS {mbh('rss_slope_mb_per_h')}, anonymous "
+                 f"{mbh('anonymous_slope_mb_per_h')} (heap {mbh('heap_slope_mb_per_h')}, "
+                 f"other {mbh('anon_slope_mb_per_h')})"
                  + (f"; malloc in use {mbh('malloc_in_use_slope_mb_per_h')}, free "
                     f"{mbh('malloc_free_slope_mb_per_h')}" if r["malloc_info"] else ""))
     lines.append(f"peak RSS (VmHWM) {r['peak_rss_mb']} MB; exit status {r['exit_status']}"
