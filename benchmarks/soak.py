@@ -5,9 +5,10 @@ Runs the real `gputui` in a 160×50 tmux pane against the fake NVML library with
 GPUs (tests/fakenvml, scenario eight_gpus.conf) at `--interval` (1 s, the default a
 user gets) for `--minutes`, the way a user leaves it over a long training run:
 
-- a dead webhook in config.toml (a closed port on 127.0.0.1), with GPU 0's memory
-  swinging across the memory_full threshold every 2 minutes so that alerts start and
-  end and the webhook sink retries and gives up on them (`--no-webhook`: none);
+- GPU 0's memory swinging across the memory_full threshold, so that an alert starts
+  and ends every `--alert-period` seconds (120; 0: none);
+- a dead webhook in config.toml (a closed port on 127.0.0.1) for those alerts: the
+  webhook sink tries, fails and gives up on each (`--no-webhook`: none);
 - a training job reporting through `gputui.track` ten times a second (`--no-job`).
 
 Every `--every` seconds it samples the process: RSS (MB), the part of it in the main
@@ -73,10 +74,11 @@ from tests.fakenvml.harness import build_library, derive_scenario  # noqa: E402
 WIDTH, HEIGHT = 160, 50
 GPUS = 8
 
-# GPU 0 of eight_gpus has 85.5 GB; this swings its use between 78.4 and 82.4 GB, across
-# memory_full's 95 % (81.2 GB) and its re-arm at 93 % (79.5 GB): an alert starts and
-# ends every 2 minutes, so the dead webhook has events to fail on.
-ALERTING = {"gpu.0.mem_used": 80_400_000_000, "gpu.0.mem_used.wave": (2_000_000_000, 120)}
+def alerting(period_s: float) -> dict[str, object]:
+    """GPU 0 of eight_gpus has 85.5 GB; this swings its use between 78.4 and 82.4 GB,
+    across memory_full's 95 % (81.2 GB) and its re-arm at 93 % (79.5 GB): an alert
+    starts and ends once a period."""
+    return {"gpu.0.mem_used": 80_400_000_000, "gpu.0.mem_used.wave": (2_000_000_000, period_s)}
 
 # A training job that reports ten steps a second until its parent (this script) goes.
 JOB = """\
@@ -240,7 +242,8 @@ def _sample(proc: psutil.Process, t0: float, prev: tuple[float, float] | None,
     return smp, (now, used)
 
 
-def soak(minutes: float, interval: float, every: float, storm_s: float, *, webhook: bool,
+def soak(minutes: float, interval: float, every: float, storm_s: float, *,
+         alert_period: float, webhook: bool,
          job: bool, warmup: float, extra_env: dict[str, str], source: Path | None,
          log: TextIO | None, malloc_info: bool) -> dict[str, object]:
     lib = build_library()
@@ -265,7 +268,7 @@ def soak(minutes: float, interval: float, every: float, storm_s: float, *, webho
             info_file = tmp / "malloc-info.json"
         if paths:
             base["PYTHONPATH"] = os.pathsep.join(paths)
-        scenario = derive_scenario("eight_gpus", ALERTING if webhook else {},
+        scenario = derive_scenario("eight_gpus", alerting(alert_period) if alert_period else {},
                                    tmp / "scenario.conf")
         env = lib.env(scenario, base=base)
         if webhook:
@@ -322,7 +325,8 @@ def soak(minutes: float, interval: float, every: float, storm_s: float, *, webho
     fitted = [smp for smp in samples if smp.minute >= warmup]
     return {
         "interval_s": interval, "gpus": GPUS, "terminal": f"{WIDTH}x{HEIGHT}",
-        "minutes": minutes, "warmup_min": warmup, "webhook": webhook, "job": job,
+        "minutes": minutes, "warmup_min": warmup, "alert_period_s": alert_period,
+        "webhook": webhook, "job": job,
         "env": extra_env, "source": None if source is None else str(source),
         "job_on_screen": job and "soak-job" in screen, "malloc_info": malloc_info,
         "rss_slope_mb_per_h": _round(slope_per_hour([(p.minute, p.rss_mb) for p in fitted])),
@@ -350,6 +354,8 @@ def _round(x: float | None) -> float | None:
 
 def report(r: dict[str, object]) -> str:
     extras = [k for k in ("webhook", "job") if r[k]]
+    if r["alert_period_s"]:
+        extras.insert(0, f"an alert every {r['alert_period_s']:g}s")
     lines = [f"gputui soak: {r['gpus']} fake GPUs, every {r['interval_s']:g}s, "
              f"{r['terminal']}, {r['minutes']:g} min, with {' and '.join(extras) or 'nothing'}"
              f"{' env ' + str(r['env']) if r['env'] else ''}"
@@ -407,8 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=None, metavar="MIN",
                     help="fit the slope from this minute on (default: once the history "
                     "has filled its window, at least 5)")
+    ap.add_argument("--alert-period", type=float, default=120.0, metavar="S",
+                    help="a memory_full alert starts and ends every S seconds (120; 0: none)")
     ap.add_argument("--webhook", action=argparse.BooleanOptionalAction, default=True,
-                    help="a dead webhook with alerts to fail on (default: yes)")
+                    help="a dead webhook for the alerts (default: yes)")
     ap.add_argument("--job", action=argparse.BooleanOptionalAction, default=True,
                     help="a training job reporting through gputui.track (default: yes)")
     ap.add_argument("--env", type=_env_pair, action="append", default=[], metavar="NAME=VALUE",
@@ -434,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     log = args.log.open("a") if args.log else None
     try:
         r = soak(minutes, args.interval, args.every, args.resize_storm,
-                 webhook=args.webhook, job=args.job, warmup=warmup,
+                 alert_period=args.alert_period, webhook=args.webhook, job=args.job,
+                 warmup=warmup,
                  extra_env=dict(args.env), source=args.source, log=log,
                  malloc_info=args.malloc_info)
     finally:
