@@ -3,8 +3,10 @@ benchmarks/lm_train_overhead.py to hold gputui's lm-train, lm-infer and attentio
 
 - `bare_train`: nanoGPT's model (model.py, condensed) and a plain training loop: AdamW
   (fused on CUDA), bf16 autocast on CUDA, no gradient accumulation or clipping.
-- `bare_decode`: a Llama-2 block as gpt-fast writes it, a static KV cache, greedy decoding
-  one token at a time, eager; decode tokens/s.
+- `bare_decode`: a Llama-2 block as gpt-fast writes it (torch's RMSNorm, the mask rows and
+  rotary tables indexed once per step), a static KV cache, greedy decoding one token at a
+  time, eager; decode tokens/s. gputui's lm-infer model issues the same operators per decode
+  step (tests/bench/test_lm_parity.py holds them equal).
 - `bare_sdpa`: scaled_dot_product_attention timed with CUDA events.
 
 Each is timed with one synchronisation at each end of a run of seconds, after a warm-up.
@@ -22,6 +24,7 @@ from torch import nn
 GPT2 = {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024, "vocab_size": 50304}
 GPT_TINY = {"n_layer": 2, "n_head": 4, "n_embd": 128, "block_size": 64, "vocab_size": 1024}
 LLAMA2_7B = {"n_layer": 32, "n_head": 32, "dim": 4096, "ffn": 11008, "vocab": 32000}
+LLAMA_TINY = {"n_layer": 2, "n_head": 4, "dim": 128, "ffn": 344, "vocab": 1024}
 
 
 # ---- nanoGPT ----------------------------------------------------------------------------------
@@ -177,11 +180,12 @@ def _rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
     return out.flatten(3).type_as(x)
 
 
-def bare_decode(config: dict[str, int], batch: int, prompt: int, new: int, device: str,
-                dtype: torch.dtype, duration_s: float, warmup: int = 2) -> dict[str, Any]:
-    """Decode tokens/s (all sequences) of a plain eager static-KV greedy loop."""
+def bare_decoder(config: dict[str, int], batch: int, max_seq: int, device: str,
+                 dtype: torch.dtype) -> Any:
+    """A greedy step `forward(tok, pos) -> next tok` over random weights and a static cache:
+    gpt-fast's Transformer.forward — the mask rows and rotary tables indexed once per step,
+    then the layers, the final norm and the output layer on the last position."""
     dev = torch.device(device)
-    max_seq = prompt + new
     with torch.device("meta"):
         layers = nn.ModuleList(LlamaLayer(config, batch, max_seq, dtype)
                                for _ in range(config["n_layer"]))
@@ -203,10 +207,19 @@ def bare_decode(config: dict[str, int], batch: int, prompt: int, new: int, devic
 
     def forward(tok: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         x = emb(tok)
+        r, mask = rope[pos], causal[None, None, pos]
         for layer in layers:
-            x = layer(x, rope[pos], causal[None, None, pos], pos)
+            x = layer(x, r, mask, pos)
         return out(norm(x[:, -1:])).argmax(-1)
 
+    return forward
+
+
+def bare_decode(config: dict[str, int], batch: int, prompt: int, new: int, device: str,
+                dtype: torch.dtype, duration_s: float, warmup: int = 2) -> dict[str, Any]:
+    """Decode tokens/s (all sequences) of a plain eager static-KV greedy loop."""
+    dev = torch.device(device)
+    forward = bare_decoder(config, batch, prompt + new, device, dtype)
     prompts = torch.randint(0, config["vocab"], (batch, prompt), device=dev)
     decode_s, steps = 0.0, 0
     with torch.no_grad():

@@ -3,7 +3,13 @@
 
 Not a test: a maintainer runs it on an NVIDIA machine, in one command:
 
-    python benchmarks/gpu_check.py [--rounds 2] [--json FILE]
+    python benchmarks/gpu_check.py [--rounds N] [--budget S] [--json FILE]
+    python benchmarks/gpu_check.py --plan     # what it would run and how long (no GPU needed)
+
+By default it fits one command of at most 8 minutes on one GPU: one round per workload, runs
+of seconds (sized for it), the LLM rows first, and a budget (--budget, 480 s) it never runs
+past — a run that would not fit is skipped and named. It prints its planned time first, and
+each figure as it comes, so a command cut short still leaves its numbers.
 
 It runs gputui's matmul (bf16, 8192³), membw (device copy) and cnn-train (resnet50, AMP =
 fp16 autocast with loss scaling, batch 256, channels-last, device-resident data), each side by
@@ -29,6 +35,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +122,18 @@ def bare_cnn_train(duration_s: float) -> dict[str, Any]:
             "timed_s": secs}
 
 
+# What one run costs besides its timed seconds, from the 2026 H200 plan: a fresh Python,
+# torch's import and a CUDA context (STARTUP_S, gputui's side starts a worker process too)
+# and each workload's own set-up — building the model (Llama-2-7B: 13.5 GB of random
+# weights), warm-up steps, cuDNN's autotuning, gputui's FLOP count after the timed loop.
+STARTUP_S = 15.0
+SETUP_S = {"lm-infer": 25.0, "lm-train": 15.0, "attention": 5.0, "matmul": 5.0,
+           "membw": 5.0, "cnn-train": 20.0}
+# Timed points of one gputui run (each --duration or --train-duration long): matmul's
+# dtypes on a Hopper GPU, membw's six kernels, attention's causal × pass at one shape.
+GPUTUI_POINTS = {"matmul": 4, "membw": 6, "attention": 4}
+SNAPSHOT_S = 15.0
+
 LM_BATCH = 12
 DECODE = {"prompt": 128, "new": 128}
 ATTN = {"batch": 4, "heads": 16, "seq": 4096, "head_dim": 128}
@@ -146,9 +165,31 @@ def bare_attention(duration_s: float) -> dict[str, Any]:
                                 causal=False, backward=False, duration_s=duration_s)
 
 
-BARE = {"matmul": bare_matmul, "membw": bare_copy, "cnn-train": bare_cnn_train,
-        "lm-train": bare_lm_train, "lm-infer": bare_lm_decode, "attention": bare_attention}
+# In running order: the LLM rows first (their CUDA paths are the least travelled).
+BARE = {"lm-infer": bare_lm_decode, "lm-train": bare_lm_train, "attention": bare_attention,
+        "matmul": bare_matmul, "membw": bare_copy, "cnn-train": bare_cnn_train}
 TRAINING = ("cnn-train", "lm-train", "lm-infer")  # runs timed by --train-duration
+
+
+def timed_s(name: str, side: str, duration: float, train_duration: float) -> float:
+    """Seconds of timed work in one run of `name` on `side` ("gputui" or "bare")."""
+    dur = train_duration if name in TRAINING else duration
+    return dur * (GPUTUI_POINTS.get(name, 1) if side == "gputui" else 1)
+
+
+def planned_s(name: str, side: str, duration: float, train_duration: float) -> float:
+    return STARTUP_S + SETUP_S[name] + timed_s(name, side, duration, train_duration)
+
+
+def plan(names: list[str], rounds: int, duration: float,
+         train_duration: float) -> list[tuple[str, str, float]]:
+    """(workload, side, planned seconds) of every run, in order (A/B alternating)."""
+    runs = []
+    for name in names:
+        for r in range(rounds):
+            for side in ("gputui", "bare") if r % 2 == 0 else ("bare", "gputui"):
+                runs.append((name, side, planned_s(name, side, duration, train_duration)))
+    return runs
 
 
 # ----------------------------------------------------------------------------- gputui runs
@@ -369,11 +410,19 @@ def fmt(v: float | None, nd: int = 1) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per workload (default 2)")
-    ap.add_argument("--duration", type=float, default=5.0,
-                    help="seconds of timed work per matmul/membw run (default 5)")
-    ap.add_argument("--train-duration", type=float, default=20.0,
-                    help="seconds of timed training per cnn-train run (default 20)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternating A/B rounds per workload (default 1; 3 give a median "
+                    "that one slow run cannot move, in ~3× the time)")
+    ap.add_argument("--duration", type=float, default=3.0,
+                    help="seconds of timed work per matmul/membw/attention point (default 3)")
+    ap.add_argument("--train-duration", type=float, default=12.0,
+                    help="seconds of timed work per cnn-train, lm-train and lm-infer run "
+                    "(default 12: past the first seconds of boost clocks)")
+    ap.add_argument("--budget", type=float, default=480.0,
+                    help="never run past this many seconds: a run that would not fit is "
+                    "skipped (default 480, one command of 8 minutes)")
+    ap.add_argument("--plan", action="store_true",
+                    help="print what would run and its planned time, then exit")
     ap.add_argument("--only", choices=sorted(BARE), action="append",
                     help="run only this workload (repeatable)")
     ap.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
@@ -385,9 +434,24 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(BARE[args.bare](dur)))
         return 0
 
+    names = args.only or list(BARE)
+    runs = plan(names, args.rounds, args.duration, args.train_duration)
+    total = sum(s for _, _, s in runs) + SNAPSHOT_S
+    plan_line = (f"gpu_check plan: {len(runs)} runs ({', '.join(names)}; {args.rounds} "
+                 f"round(s), {args.duration:g} s points, {args.train_duration:g} s "
+                 f"training/decoding runs) + the snapshot check: about {total / 60:.1f} min; "
+                 f"budget {args.budget:g} s")
+    if args.plan:
+        print(plan_line, file=sys.stderr)
+        for name, side, secs in runs:
+            print(f"  {name:<10} {side:<7} ~{secs:.0f} s", file=sys.stderr)
+        return 0
+    deadline = time.monotonic() + args.budget
+
     gpu_name = check_cuda()
     if gpu_name is None:
         return 1
+    print(plan_line, file=sys.stderr, flush=True)
     smi = shutil.which("nvidia-smi")
     driver = "?"
     if smi:
@@ -399,26 +463,38 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"gpu": gpu_name, "driver": driver, "rounds": args.rounds,
                               "workloads": {}}
     rows = []
-    for name in args.only or list(BARE):
+    for name in names:
         dur = args.train_duration if name in TRAINING else args.duration
-        limit = 900.0
         g_runs: list[Figure] = []
         b_runs: list[float] = []
         errors: list[str] = []
         for r in range(args.rounds):
             for side in ("gputui", "bare") if r % 2 == 0 else ("bare", "gputui"):
+                planned = planned_s(name, side, args.duration, args.train_duration)
+                left = deadline - time.monotonic() - SNAPSHOT_S
+                if planned > left:
+                    errors.append(f"{side}: skipped, {planned:.0f} s planned and "
+                                  f"{max(left, 0):.0f} s of the budget left")
+                    continue
+                # A run may take twice its plan (a slow start), never the rest of the budget.
+                limit = min(left, 2 * planned + 30)
+                got: float | None = None
                 try:
                     if side == "gputui":
-                        res = run_json(gputui_cmd(name, dur), limit)
-                        g_runs.append(gputui_figure(name, res))
+                        fig = gputui_figure(name, run_json(gputui_cmd(name, dur), limit))
+                        g_runs.append(fig)
+                        got = fig.value
                     else:
                         cmd = [sys.executable, os.path.abspath(__file__), "--bare", name,
                                "--duration", str(args.duration),
                                "--train-duration", str(args.train_duration)]
-                        b_runs.append(float(run_json(cmd, limit)["value"]))
+                        got = float(run_json(cmd, limit)["value"])
+                        b_runs.append(got)
                 except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
                     errors.append(f"{side}: {e}")
-                print(f"  {name} round {r + 1} {side} done", file=sys.stderr)
+                print(f"  {name} round {r + 1} {side}: {fmt(got)} "
+                      f"({time.monotonic() - deadline + args.budget:.0f} s in)",
+                      file=sys.stderr, flush=True)
         g_vals = [f.value for f in g_runs if f.value is not None]
         g = statistics.median(g_vals) if g_vals else None
         b = statistics.median(b_runs) if b_runs else None

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from gputui.telemetry.model import DeviceInfo, GpuSample, HostSample, Snapshot, SystemInfo
+from gputui.telemetry.model import (
+    DeviceInfo,
+    GpuEvent,
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    Snapshot,
+    SystemInfo,
+)
 
 T0 = datetime(2026, 11, 21, 14, 2, 11, tzinfo=UTC)
 
@@ -41,4 +49,46 @@ def snapshot(t: float, gpus: list[GpuSample] | tuple[GpuSample, ...], **kw: obje
     return Snapshot(**base)  # type: ignore[arg-type]
 
 
-__all__ = ["T0", "device", "gpu", "replace", "snapshot"]
+class HandSource:
+    """A GPU source (gputui.telemetry.source.GpuSource) whose devices read what the test
+    says: `sample(index)` and `processes(index)` are called on each read (override them)."""
+
+    def __init__(self, devices: tuple[DeviceInfo, ...], *, slow_every: int = 1,
+                 process_every: int = 1, system: SystemInfo | None = None) -> None:
+        self._devices = devices
+        self.slow_every, self.process_every = slow_every, process_every
+        self.system = system or SystemInfo()
+        self.closed = False
+
+    @property
+    def count(self) -> int:
+        return len(self._devices)
+
+    @property
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        return self._devices
+
+    def open_device(self, index: int) -> DeviceInfo:
+        return self._devices[index]
+
+    def sample(self, index: int) -> GpuSample:
+        return gpu(index, info=self._devices[index])
+
+    def processes(self, index: int) -> tuple[GpuProcess, ...]:
+        return ()
+
+    def read_device(self, index: int, *, slow: bool, processes: bool,
+                    ) -> tuple[GpuSample, tuple[GpuProcess, ...] | None]:
+        return self.sample(index), self.processes(index) if processes else None
+
+    def take_events(self) -> tuple[GpuEvent, ...]:
+        return ()
+
+    def want_detail_fields(self, on: bool) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+__all__ = ["T0", "HandSource", "device", "gpu", "replace", "snapshot"]

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -231,11 +232,12 @@ def test_track_costs_are_in_the_benchmark() -> None:
     """benchmarks/track_cost.py runs and reports its figure as JSON (the < 2 µs claim is
     measured there, not asserted here)."""
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "track_cost.py"),
-                          "--calls", "20000", "--json"], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
+                          "--calls", "20000", "--repeats", "1", "--json"],
+                         capture_output=True, text=True, timeout=120, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
     report = json.loads(out.stdout)
     assert report["calls"] == 20000 and report["mean_us"] > 0
-    assert set(report["cases"]) == {"reporting", "no_runtime_dir"}
+    assert set(report["cases"]) == {"reporting", "no_runtime_dir", "threads_8"}
 
 
 FORKING_JOB = """
@@ -279,3 +281,131 @@ def test_a_forked_child_reports_in_its_own_file(runtime: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("fork", ["os.fork()", "ctypes.CDLL(None).fork()"],
+                         ids=["os.fork", "C fork"])
+def test_a_forked_child_never_writes_into_its_parents_file(runtime: Path, fork: str) -> None:
+    """A child of C code's fork() runs no Python fork handler: it is known by its PID."""
+    code = FORKING_JOB.replace("import os, sys", "import ctypes, os, sys").replace(
+        "os.fork()", fork)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=job_env(runtime))
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        child = int(proc.stdout.readline())
+        jobs = {j.pid: j for j in JobSource().read()}
+        assert (jobs[proc.pid].step, jobs[proc.pid].samples) == (3, 12)
+        assert (jobs[child].step, jobs[child].samples) == (5, 5)
+        proc.stdin.write("\n")  # the child exits (its atexit runs), then the parent goes on
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "parent still reporting"
+        (job,) = JobSource().read()
+        assert (job.pid, job.step, job.samples) == (proc.pid, 3, 12)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_steps_from_eight_threads_are_each_counted_once(runtime: Path) -> None:
+    t = track.Tracker()
+    t.start(name="threads")
+    threads, half = 8, 1500
+    total = threads * 2 * half
+    go, paused, resume = (threading.Barrier(threads + 1) for _ in range(3))
+
+    def report() -> None:
+        go.wait()
+        for _ in range(half):
+            t.step(samples=2, tokens=3)
+        paused.wait()  # halfway: the test reads a still file
+        resume.wait()
+        for _ in range(half):
+            t.step(samples=2, tokens=3)
+
+    workers = [threading.Thread(target=report) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    path = jobs_dir(runtime) / f"{os.getpid()}.job"
+    try:
+        go.wait()
+        paused.wait()
+        source = JobSource()
+        (job,) = source.read()
+        assert (job.step, job.samples, job.tokens) == (total // 2, total, 3 * total // 2)
+        resume.wait()
+        seen = [job.step]
+        while any(w.is_alive() for w in workers):
+            ring = parse_steps(path.read_bytes())  # the file as a fresh monitor sees it
+            assert ring[-1][0] >= seen[-1]  # (step, end, samples, tokens)
+            seen.append(ring[-1][0])
+        for w in workers:
+            w.join()
+        (job,) = source.read()
+        assert (job.step, job.samples, job.tokens) == (total, 2 * total, 3 * total)
+        # Each slot in step order: the ring's end times rise with its steps.
+        ends = [p[1] for p in parse_steps(path.read_bytes())]
+        assert len(ends) == track.RING_SLOTS and ends == sorted(ends)
+    finally:
+        t.close()
+
+
+def test_a_job_whose_file_is_truncated_then_removed_runs_to_its_end(runtime: Path) -> None:
+    proc = subprocess.Popen([sys.executable, str(FAKE_JOB), "--driven", "--step-s", "0.125"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=job_env(runtime))
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def steps_until(t: float) -> None:
+        proc.stdin.write(f"{t!r}\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        assert proc.stdout.readline().strip() == f"at {t!r}"  # type: ignore[union-attr]
+
+    try:
+        proc.stdin.write(f"{time.monotonic()}\n")
+        steps_until(1.0)
+        path = jobs_dir(runtime) / f"{proc.pid}.job"
+        assert [j.step for j in JobSource().read()] == [8]
+        os.truncate(path, 0)
+        steps_until(2.0)  # a shared memory map died here of SIGBUS
+        assert JobSource().read() == ()  # no longer a job file: not shown, not fatal
+        path.unlink()
+        steps_until(3.0)
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        assert proc.stderr is not None and proc.stderr.read() == ""
+        assert list(jobs_dir(runtime).iterdir()) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.timeout(10)  # a lock that waits for itself would hang here
+def test_a_step_from_a_signal_handler_inside_a_step_never_hangs(runtime: Path) -> None:
+    """A signal handler that runs while its thread is inside a step (here: in the clock,
+    which is read under the reporting lock) reports too, and both return."""
+    armed, seen_by_handler = [False], []
+
+    def clock() -> float:
+        if armed[0]:
+            armed[0] = False
+            signal.raise_signal(signal.SIGUSR1)  # its handler runs here, mid-step
+        return time.monotonic()
+
+    def handler(*_: object) -> None:
+        seen_by_handler.append(t.step_no)
+        t.step(samples=1)
+
+    t = track.Tracker(clock=clock)
+    t.start(name="signalled")  # the file is made (the clock read once)
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        armed[0] = True
+        t.step(samples=1)
+        t.step(samples=1)
+        (job,) = JobSource().read()
+        # The handler ran inside step 1 (not yet counted); its step shares that number.
+        assert seen_by_handler == [0] and (job.step, job.samples) == (2, 2)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+        t.close()

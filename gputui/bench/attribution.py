@@ -43,8 +43,9 @@ class Attribution:
         return f"throughput unchanged {where}"
 
 
-def _inside(p: ThroughputPoint, ep: ThrottleEpisode, run_end: datetime) -> bool:
-    # A window counts as throttled if its midpoint lies inside the episode.
+def in_episode(p: ThroughputPoint, ep: ThrottleEpisode, run_end: datetime) -> bool:
+    """The one rule for "this progress window was throttled" (the attribution's, the live
+    view's marks): its midpoint lies inside the episode (ongoing ones up to `run_end`)."""
     mid = p.time.timestamp() - p.window_s / 2
     end = (ep.end or run_end).timestamp()
     return ep.start.timestamp() <= mid <= end
@@ -56,11 +57,11 @@ def attribute(points: Sequence[ThroughputPoint], episodes: Sequence[ThrottleEpis
         return []
     end = run_end or (points[-1].time if points else episodes[-1].start)
     outside = [p.throughput for p in points
-               if not any(_inside(p, ep, end) for ep in episodes)]
+               if not any(in_episode(p, ep, end) for ep in episodes)]
     base = percentile(outside, 50)
     out = []
     for ep in episodes:
-        inside = [p.throughput for p in points if _inside(p, ep, end)]
+        inside = [p.throughput for p in points if in_episode(p, ep, end)]
         med = percentile(inside, 50)
         drop = None
         if med is not None and base:

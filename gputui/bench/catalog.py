@@ -53,6 +53,8 @@ SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "compile": False,
         "mode": None,
         "sweep": False,
+        # The sweep's batch sizes, ascending; None: the benchmark's doubling grid.
+        "batch_sizes": None,
         "nproc": 1,
         "profile": False,
         "profile_dir": None,
@@ -74,6 +76,12 @@ SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 )
 
 
+# A default: a number, a model or precision name, or None (a latency variant's "no
+# duration": it is bounded by steps instead).
+Default = int | float | str | None
+Defaults = Mapping[str, Default]
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -85,31 +93,27 @@ class Benchmark:
     # Defaults differ by device type: a CPU run must finish in seconds on a laptop, a GPU run
     # must be long and large enough to reach steady clocks. Keys are spec keys plus the
     # benchmark-specific parameters the worker reads (e.g. matmul "size").
-    cpu: Mapping[str, Any] = field(default_factory=dict)
-    cuda: Mapping[str, Any] = field(default_factory=dict)
+    cpu: Defaults = field(default_factory=dict)
+    cuda: Defaults = field(default_factory=dict)
     # Variants picked by mode (inference only): overrides applied on top of cpu/cuda.
-    latency_cpu: Mapping[str, Any] = field(default_factory=dict)
-    latency_cuda: Mapping[str, Any] = field(default_factory=dict)
+    latency_cpu: Defaults = field(default_factory=dict)
+    latency_cuda: Defaults = field(default_factory=dict)
     supports_sweep: bool = False
     supports_nproc: bool = False
     supports_profile: bool = False
 
-    def defaults(self, device_type: str, mode: str | None = None) -> dict[str, Any]:
+    def defaults(self, device_type: str, mode: str | None = None) -> dict[str, Default]:
         base = dict(self.cuda if device_type == "cuda" else self.cpu)
         if mode == "latency":
             base.update(self.latency_cuda if device_type == "cuda" else self.latency_cpu)
         return base
 
 
-def _b(**kw: Any) -> Benchmark:
-    return Benchmark(**kw)
-
-
 BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
     {
         b.name: b
         for b in (
-            _b(
+            Benchmark(
                 name="cnn-train",
                 kind="train",
                 description="Image-classifier training step (SGD) on synthetic images",
@@ -122,7 +126,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 supports_nproc=True,
                 supports_profile=True,
             ),
-            _b(
+            Benchmark(
                 name="cnn-infer",
                 kind="infer",
                 description="Image-classifier inference: offline throughput or single-stream "
@@ -137,7 +141,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 supports_sweep=True,
                 supports_profile=True,
             ),
-            _b(
+            Benchmark(
                 name="rnn-train",
                 kind="train",
                 description="LSTM/GRU language-model training step on synthetic tokens",
@@ -152,7 +156,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 supports_nproc=True,
                 supports_profile=True,
             ),
-            _b(
+            Benchmark(
                 name="rnn-infer",
                 kind="infer",
                 description="LSTM/GRU language-model inference: offline throughput or "
@@ -169,7 +173,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 supports_sweep=True,
                 supports_profile=True,
             ),
-            _b(
+            Benchmark(
                 name="train-to-accuracy",
                 kind="train",
                 description="Time and steps for a small CNN to reach a target validation "
@@ -185,7 +189,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                       "target_accuracy": 0.8, "classes": 4, "eval_every": 25,
                       "val_samples": 4096},
             ),
-            _b(
+            Benchmark(
                 name="lm-train",
                 kind="train",
                 description="GPT-2 training step (nanoGPT's model, AdamW) on synthetic "
@@ -197,7 +201,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 cuda={"model": "gpt2", "precision": "bf16", "batch_size": 12,
                       "duration_s": 20.0, "warmup": 10},
             ),
-            _b(
+            Benchmark(
                 name="lm-infer",
                 kind="infer",
                 description="LLM generation with a static KV cache, greedy: tokens/s, TTFT, "
@@ -211,7 +215,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                       "prompt_len": 128, "new_tokens": 128, "duration_s": 30.0, "warmup": 2},
                 supports_sweep=True,
             ),
-            _b(
+            Benchmark(
                 name="attention",
                 kind="probe",
                 description="scaled_dot_product_attention TFLOP/s, forward and "
@@ -224,7 +228,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 cuda={"precision": "bf16", "tokens": 16384, "hidden": 2048, "min_seq": 512,
                       "max_seq": 16384, "duration_s": 2.0, "warmup": 5},
             ),
-            _b(
+            Benchmark(
                 name="matmul",
                 kind="probe",
                 description="Dense matrix multiply TFLOP/s per dtype (fp32/tf32/fp16/bf16 as "
@@ -236,7 +240,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 cuda={"size": 8192, "duration_s": 2.0, "warmup": 10},
                 supports_sweep=True,
             ),
-            _b(
+            Benchmark(
                 name="membw",
                 kind="probe",
                 description="Memory bandwidth GB/s: copy and triad on arrays far larger than "
@@ -247,7 +251,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 cuda={"array_bytes": 512 << 20, "host_bytes": 256 << 20, "duration_s": 2.0,
                       "warmup": 5},
             ),
-            _b(
+            Benchmark(
                 name="p2p",
                 kind="probe",
                 description="GPU-to-GPU copy GB/s for every ordered pair of GPUs (needs 2+ "
@@ -256,7 +260,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 cpu={"bytes": 1 << 20, "steps": 5, "warmup": 1},
                 cuda={"bytes": 256 << 20, "duration_s": 1.0, "warmup": 3},
             ),
-            _b(
+            Benchmark(
                 name="allreduce",
                 kind="probe",
                 description="NCCL all-reduce bus bandwidth GB/s across every GPU, as "
@@ -265,7 +269,7 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 cpu={"bytes": 1 << 20, "steps": 5, "warmup": 1},
                 cuda={"bytes": 256 << 20, "duration_s": 2.0, "warmup": 5},
             ),
-            _b(
+            Benchmark(
                 name="batch-finder",
                 kind="probe",
                 description="Largest training batch that fits in memory (OOM probing), with "
@@ -347,6 +351,29 @@ def _shapes(out: dict[str, Any], name: str) -> None:
     if not ok:
         raise UsageError("matmul shapes must be M×N×K triples of positive whole numbers")
     out["shapes"] = [list(s) for s in shapes]
+
+
+def _batch_sizes(out: dict[str, Any], bench: Benchmark) -> None:
+    """An explicit sweep grid: whole numbers ≥ 1, kept ascending and once each; giving one
+    asks for a sweep."""
+    sizes = out.get("batch_sizes")
+    if sizes is None:
+        return
+    ok = isinstance(sizes, list | tuple) and sizes and all(
+        isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sizes)
+    if not ok:
+        raise UsageError("batch sizes must be a list of whole numbers ≥ 1, e.g. 1,8,32")
+    if not bench.supports_sweep or bench.name == "matmul":
+        raise UsageError(f"--batch-sizes applies to benchmarks that sweep batch sizes, "
+                         f"not {bench.name}")
+    grid = sorted(set(sizes))
+    if out["batch_size"] is not None and out["batch_size"] != grid[-1]:
+        raise UsageError("give --batch-size or --batch-sizes, not both")
+    if bench.kind == "train" and grid[0] < 2:
+        raise UsageError(f"{bench.name} sweeps start at batch 2 (BatchNorm cannot train on "
+                         "one sample)")
+    out["batch_sizes"] = grid
+    out["sweep"] = True
 
 
 # Kinds whose timed phase is not one loop that can simply run again.
@@ -482,6 +509,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if out["profile_dir"] is not None and not isinstance(out["profile_dir"], str):
         raise UsageError("profile dir must be a path")
     _shapes(out, name)
+    _batch_sizes(out, bench)
     _repeat(out, name)
     _nodes(out, bench)
     if out["data"] not in ("device", "host"):
@@ -515,10 +543,12 @@ def resolve_spec(spec: Mapping[str, Any], device_type: str) -> dict[str, Any]:
     bench = get(spec["benchmark"])
     defaults = bench.defaults(device_type, spec.get("mode"))
     out = dict(spec)
+    if out.get("batch_sizes"):
+        out["batch_size"] = max(out["batch_sizes"])  # an explicit grid's largest point
     if out.get("precision") == AUTO_PRECISION:
         out["precision"] = defaults.get("precision", "fp32")
-    if bench.kind == "infer" and out.get("mode") is None:
-        out["mode"] = "throughput"
+    if bench.kind == "infer" and bench.name != "lm-infer" and out.get("mode") is None:
+        out["mode"] = "throughput"  # lm-infer has no mode: it reports both together
     user_bounded = out.get("steps") is not None or out.get("duration_s") is not None
     for key in SPEC_DEFAULTS:
         if key in ("steps", "duration_s") and user_bounded:

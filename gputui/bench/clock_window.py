@@ -14,43 +14,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gputui.bench.extras import GpuWindow
+
 SAMPLE_EVERY_S = 0.25
+WINDOW_SOURCE = f"NVML, sampled every {SAMPLE_EVERY_S:g} s by the worker during the timed loop"
 
 
 class ClockSource(Protocol):
     def clocks_now(self) -> dict[str, Any] | None: ...
-
-
-@dataclass(frozen=True)
-class GpuWindow:
-    """Summary of the samples taken over one timed window (None: never read)."""
-
-    samples: int
-    window_s: float
-    clock_sm_mhz_mean: float | None
-    clock_sm_mhz_min: float | None
-    clock_mem_mhz_mean: float | None
-    power_w_mean: float | None
-    power_w_max: float | None
-    power_limit_w: float | None
-    temp_c_max: float | None
-    throttle_mask: int | None  # every clocks-event reason seen, OR-ed
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "samples": self.samples, "window_s": self.window_s,
-            "clock_sm_mhz_mean": self.clock_sm_mhz_mean,
-            "clock_sm_mhz_min": self.clock_sm_mhz_min,
-            "clock_mem_mhz_mean": self.clock_mem_mhz_mean,
-            "power_w_mean": self.power_w_mean, "power_w_max": self.power_w_max,
-            "power_limit_w": self.power_limit_w, "temp_c_max": self.temp_c_max,
-            "throttle_mask": self.throttle_mask,
-            "source": f"NVML, sampled every {SAMPLE_EVERY_S:g} s by the worker during the "
-                      "timed loop",
-        }
 
 
 def summarize(readings: list[dict[str, Any]], window_s: float) -> GpuWindow:
@@ -68,7 +41,7 @@ def summarize(readings: list[dict[str, Any]], window_s: float) -> GpuWindow:
     for m in masks:
         mask |= m
     return GpuWindow(
-        samples=len(readings), window_s=window_s,
+        samples=len(readings), window_s=window_s, source=WINDOW_SOURCE,
         clock_sm_mhz_mean=mean(sm), clock_sm_mhz_min=min(sm) if sm else None,
         clock_mem_mhz_mean=mean(mem), power_w_mean=mean(power),
         power_w_max=max(power) if power else None,
@@ -123,49 +96,30 @@ class WindowSampler:
         return summarize(self._readings, self.clock() - self._t0)
 
 
-class RunMeter:
-    """The energy counter and the GPU window over one timed loop, started and stopped
-    together; `stop()` gives the energy reading with the window under "window"."""
-
-    def __init__(self, energy: Any, window: WindowSampler) -> None:
-        self.energy = energy
-        self.window = window
-
-    def start(self) -> None:
-        self.energy.start()
-        self.window.start()
-
-    def stop(self, samples: int) -> dict[str, Any]:
-        reading = dict(self.energy.stop(samples))
-        win = self.window.stop()
-        reading["window"] = win.to_json() if win is not None else None
-        return reading
-
-
-def window_text(window: Any) -> str | None:
+def window_text(window: GpuWindow | None) -> str | None:
     """'SM 1,755 MHz mean (min 1,620), memory 2,619 MHz, 690 W mean (max 700 W of 700 W),
     71 °C max' from a result's extra.gpu_window, or None."""
-    if not isinstance(window, dict) or not window.get("samples"):
+    if window is None or not window.samples:
         return None
 
-    def mhz(v: Any) -> str:
+    def mhz(v: float) -> str:
         return f"{v:,.0f} MHz"
 
     parts = []
-    if window.get("clock_sm_mhz_mean") is not None:
-        part = f"SM {mhz(window['clock_sm_mhz_mean'])} mean"
-        if window.get("clock_sm_mhz_min") is not None:
-            part += f" (min {mhz(window['clock_sm_mhz_min'])})"
+    if window.clock_sm_mhz_mean is not None:
+        part = f"SM {mhz(window.clock_sm_mhz_mean)} mean"
+        if window.clock_sm_mhz_min is not None:
+            part += f" (min {mhz(window.clock_sm_mhz_min)})"
         parts.append(part)
-    if window.get("clock_mem_mhz_mean") is not None:
-        parts.append(f"memory {mhz(window['clock_mem_mhz_mean'])}")
-    if window.get("power_w_mean") is not None:
-        part = f"{window['power_w_mean']:.0f} W mean"
-        if window.get("power_w_max") is not None:
-            limit = window.get("power_limit_w")
-            part += f" (max {window['power_w_max']:.0f} W"
+    if window.clock_mem_mhz_mean is not None:
+        parts.append(f"memory {mhz(window.clock_mem_mhz_mean)}")
+    if window.power_w_mean is not None:
+        part = f"{window.power_w_mean:.0f} W mean"
+        if window.power_w_max is not None:
+            limit = window.power_limit_w
+            part += f" (max {window.power_w_max:.0f} W"
             part += f" of {limit:.0f} W)" if limit else ")"
         parts.append(part)
-    if window.get("temp_c_max") is not None:
-        parts.append(f"{window['temp_c_max']:.0f} °C max")
+    if window.temp_c_max is not None:
+        parts.append(f"{window.temp_c_max:.0f} °C max")
     return ", ".join(parts) or None

@@ -12,9 +12,12 @@ None for single-GPU and CPU runs, and when NVML is not there. Torch- and pynvml-
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.telemetry.topology import PCIE_CODES, GpuLink
+
+if TYPE_CHECKING:
+    from gputui.telemetry.nvml import NvmlSource
 
 SOURCE = ("NVML, read by the runner at the end of the run: NVLink links between the GPUs "
           "(direct, or through NVSwitch), the PCIe common ancestor, P2P status")
@@ -49,10 +52,9 @@ def topology(uuids: Sequence[str | None] | None,
     }
 
 
-def read_topology(sampler: Any, uuids: Any) -> dict[str, Any] | None:
-    """`topology` through a telemetry sampler's open NVML source; None without one (a
-    run never fails for this)."""
-    source = getattr(sampler, "nvml", None)
+def read_topology(source: NvmlSource | None, uuids: Any) -> dict[str, Any] | None:
+    """`topology` through an open NVML source; None without one (a run never fails for
+    this)."""
     if source is None or not isinstance(uuids, list | tuple):
         return None
     clean = [u if isinstance(u, str) and u else None for u in uuids]
@@ -85,10 +87,10 @@ def pair_words(pair: Mapping[str, Any]) -> str:
     return f"GPU {gpus[0]}–{gpus[1]}: " + ", ".join(parts)
 
 
-def topology_words(config: Mapping[str, Any]) -> str | None:
-    """One line for the summary and the TUI result view; None when there is none."""
-    topo = config.get("topology")
-    if not isinstance(topo, Mapping):
+def topology_words(topo: Mapping[str, Any] | None) -> str | None:
+    """One line for the summary and the TUI result view from `config.topology`; None when
+    there is none."""
+    if topo is None:
         return None
     pairs = [p for p in topo.get("pairs") or [] if isinstance(p, Mapping)]
     gpus = [g for g in topo.get("gpus") or [] if isinstance(g, Mapping)]

@@ -3,9 +3,11 @@
 - `per_sample` is the model FLOPs of one image or one token of one step. Training counts
   forward + backward (the backward pass is twice the forward); inference the forward only.
 - GPT training uses the published formula 6N + 12·L·d·T per token (N: parameters without the
-  position embeddings; L layers, d model width, T sequence length), with no discount for the
-  causal mask, as nanoGPT's estimate_mfu and torchtitan count. Forward-only kinds count a
-  third of it. Everything else is counted by torch.utils.flop_counter over one untimed step.
+  lookup-only embedding tables — GPT's position table, Llama's token table; L layers, d model
+  width, T sequence length), with no discount for the causal mask, as nanoGPT's estimate_mfu
+  and torchtitan count. Forward-only kinds count a third of it; LLM generation counts the
+  forward passes of the prompt too (`lm_generate_per_token`). Everything else is counted by
+  torch.utils.flop_counter over one untimed step.
 - MFU = achieved ÷ the dense peak of this device at the precision that ran (bench.peaks);
   fp32 with TF32 matmuls allowed is held against the TF32 peak. No peak (a CPU, a GPU not in
   the table), no MFU: None, never a guess.
@@ -24,8 +26,12 @@ from gputui.bench.lm_shapes import LMShape, n_params_for_flops
 
 Method = Literal["analytic", "counted"]
 
-GPT_TRAIN_FORMULA = "6N + 12·L·d·T per token (N without position embeddings; no causal discount)"
-GPT_FORWARD_FORMULA = "(6N + 12·L·d·T) / 3 per generated token, T = prompt + new tokens"
+GPT_TRAIN_FORMULA = ("6N + 12·L·d·T per token (N without lookup-only embedding tables; no causal "
+                     "discount)")
+LM_GENERATE_FORMULA = ("(6N + 12·L·d·T) / 3 × (P + G − 1) / G per generated token: the forward "
+                       "passes of the P prompt tokens and the G − 1 decode steps of each "
+                       "sequence, shared by its G generated tokens; T = P + G, N without "
+                       "lookup-only embedding tables")
 
 
 def lm_train_per_token(s: LMShape) -> int:
@@ -35,6 +41,14 @@ def lm_train_per_token(s: LMShape) -> int:
 
 def lm_forward_per_token(s: LMShape) -> float:
     return lm_train_per_token(s) / 3
+
+
+def lm_generate_per_token(s: LMShape, prompt: int, new: int) -> float:
+    """Model FLOPs per generated token of a request: each sequence runs its P prompt tokens
+    through one forward pass (the prefill) and G − 1 decode steps of one token, and yields G
+    tokens — the throughput's time holds all of it, so all of it is counted (as gpt-fast
+    does). T in the attention term is the context the static cache spans, P + G."""
+    return lm_forward_per_token(s.with_seq_len(prompt + new)) * (prompt + new - 1) / new
 
 
 RNN_FORMULA = ("2·g·(h·h + h·h)·layers + 2·h·V per token forward (g gates: 4 LSTM, 3 GRU), "

@@ -12,6 +12,8 @@ The worker gives, per request, the times between its token boundaries: [TTFT, IT
 - ITL: every gap between two consecutive tokens, pooled over requests.
 - decode_bytes_per_s: bytes a decode step must read (weights + the KV cache it attends over)
   × decode steps per second; MBU = that ÷ the device's peak memory bandwidth.
+- energy_per_output_token_j: the GPU's energy over the timed requests ÷ the tokens they
+  generated (vLLM's gpu_energy_per_output_token_j); None without an energy reading.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class LlmStats:
     peak_bytes_per_s: float | None
     mbu: float | None  # a fraction
     decode: str | None = None  # "eager" or how it was compiled
+    energy_per_output_token_j: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def sp(s: Spread | None) -> dict[str, Any] | None:
@@ -76,7 +79,10 @@ class LlmStats:
                 "decode_bytes_per_s": self.decode_bytes_per_s,
                 "peak_bytes_per_s": self.peak_bytes_per_s, "mbu": self.mbu,
                 "decode": self.decode, "tpot_definition": TPOT_DEFINITION,
-                "decode_bytes_definition": DECODE_BYTES_DEFINITION}
+                "decode_bytes_definition": DECODE_BYTES_DEFINITION,
+                # Only where measured: results saved without it read back unchanged.
+                **({"energy_per_output_token_j": self.energy_per_output_token_j}
+                   if self.energy_per_output_token_j is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LlmStats:
@@ -93,7 +99,8 @@ class LlmStats:
                    weight_bytes=_int(d.get("weight_bytes")),
                    decode_bytes_per_s=_num(d.get("decode_bytes_per_s")),
                    peak_bytes_per_s=_num(d.get("peak_bytes_per_s")), mbu=_num(d.get("mbu")),
-                   decode=decode if isinstance(decode, str) else None)
+                   decode=decode if isinstance(decode, str) else None,
+                   energy_per_output_token_j=_num(d.get("energy_per_output_token_j")))
 
 
 def _rate(amount: float, ms: float) -> float | None:

@@ -69,10 +69,19 @@ def n_params(s: LMShape) -> int:
     return 2 * s.vocab * d + L * block + d
 
 
+def lookup_table_params(s: LMShape) -> int:
+    """Parameters of the embedding tables that are only looked up: a step gathers a few
+    rows of them, it neither multiplies by nor reads the whole table. GPT's position table
+    and Llama's token table; GPT's token table is also its (tied) output layer, a matmul
+    over the whole table, so it is not one of them."""
+    return s.seq_len * s.d_model if s.arch == "gpt" else s.vocab * s.d_model
+
+
 def n_params_for_flops(s: LMShape) -> int:
-    """N in 6N + 12·L·d·T: the parameters without the position embeddings, as nanoGPT's
-    estimate_mfu counts them (a position-table lookup is no multiply-add)."""
-    return n_params(s) - (s.seq_len * s.d_model if s.arch == "gpt" else 0)
+    """N in 6N + 12·L·d·T: the parameters without the lookup-only embedding tables, as
+    nanoGPT's estimate_mfu (position table out) and torchtitan (Llama's token table out)
+    count them: a table lookup is no multiply-add."""
+    return n_params(s) - lookup_table_params(s)
 
 
 def shape_of(model: str, seq_len: int | None = None) -> LMShape:

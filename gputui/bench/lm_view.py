@@ -63,6 +63,8 @@ def llm_rows(r: Result) -> list[tuple[str, str]]:
            else "MBU N/A (no peak bandwidth known for this device)")
     rows.append(("decode bandwidth", f"{bw}, {mbu}  (weights {fmt_bytes(m.weight_bytes)} + "
                                      f"KV cache {fmt_bytes(m.kv_cache_bytes)} per step)"))
+    if m.energy_per_output_token_j is not None:
+        rows.append(("energy", f"{fmt_num(m.energy_per_output_token_j)} J per output token"))
     if m.decode:
         note = ""
         if m.decode == "eager" and str(r.device or "").startswith("cuda"):

@@ -1,4 +1,5 @@
-"""Published peak throughput per GPU model, and how an NVML device name finds its row.
+"""Published peak throughput per GPU model, and how a device name (NVML's, torch's or the
+AMD reader's) finds its row.
 
 Every figure is dense (no 2:4 sparsity) and, for tensor cores, with FP32 accumulate: that
 is what `torch.mm` in fp16/bf16 runs. Vendors headline the sparse figure (twice the dense
@@ -24,7 +25,7 @@ class PeakRow:
     vendor publishes none) and memory bandwidth in GB/s (10⁹ bytes/s)."""
 
     name: str
-    # Each alias is a set of name words that must all appear in the NVML name.
+    # Each alias is a set of name words that must all appear in the device name.
     aliases: tuple[frozenset[str], ...]
     fp32_tflops: float | None
     tf32_tflops: float | None
@@ -56,6 +57,8 @@ def _row(name: str, aliases: tuple[str, ...], fp32: float | None, tf32: float | 
 
 _H100 = "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/"
 _H200 = "NVIDIA H200 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h200/"
+_GH200 = ("NVIDIA GH200 Grace Hopper Superchip datasheet, https://www.nvidia.com/en-us/"
+          "data-center/grace-hopper-superchip/")
 _A100 = "NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/a100/"
 _ADA = ("NVIDIA Ada GPU Architecture whitepaper v2.1, Appendix A, "
         "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/"
@@ -64,12 +67,21 @@ _RTXBW = ("NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix A, "
           "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/"
           "nvidia-rtx-blackwell-gpu-architecture.pdf")
 _V100 = "NVIDIA V100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/v100/"
+_MI300X = ("AMD Instinct MI300X accelerator specifications, https://www.amd.com/en/products/"
+           "accelerators/instinct/mi300/mi300x.html")
+_MI325X = ("AMD Instinct MI325X accelerator specifications, https://www.amd.com/en/products/"
+           "accelerators/instinct/mi300/mi325x.html")
+_MI250X = ("AMD Instinct MI250X accelerator specifications, https://www.amd.com/en/products/"
+           "accelerators/instinct/mi200/mi250x.html")
+_MI210 = ("AMD Instinct MI210 accelerator specifications, https://www.amd.com/en/products/"
+          "accelerators/instinct/mi200/mi210.html")
 
 # Aliases name the words that tell a part from its siblings (form factor, memory size for
 # A100s whose bandwidth differs); `match` lets only packaging/memory words go unmatched,
 # so "RTX 4090 D", "RTX 4080 SUPER", laptop and Max-Q parts (other SM counts or clocks)
 # never take a desktop row. A bare "NVIDIA H100" matches no row: PCIe, SXM and NVL differ
-# by 30 %, and a guess would be wrong by that much.
+# by 30 %, and a guess would be wrong by that much; the worker estimates its FLOP/s from
+# its SM count and clock instead (`estimate`), and gives no bandwidth.
 PEAKS: tuple[PeakRow, ...] = (
     # Hopper. SXM5 reports "NVIDIA H100 80GB HBM3". Datasheet, SXM column: FP32 67,
     # TF32 989*, BF16/FP16 1,979*, FP8 3,958* (*sparse), 3.35 TB/s.
@@ -88,6 +100,14 @@ PEAKS: tuple[PeakRow, ...] = (
     # H200 NVL: FP32 60, TF32 835*, BF16/FP16 1,671*, FP8 3,341*, 4.8 TB/s.
     _row("H200 NVL", ("h200 nvl",), 60.0, 417.5, 835.5, 835.5, 1670.5, 4800,
          _H200 + " (H200 NVL)"),
+    # GH200's Hopper GPU (NVML: "NVIDIA GH200 480GB" and "NVIDIA GH200 120GB" — the size is
+    # the Grace CPU's LPDDR5X — with 96 GB HBM3; "NVIDIA GH200 144G HBM3e"). Datasheet: FP32
+    # 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958* (*sparse), as H100 SXM; HBM3 up to 4 TB/s,
+    # HBM3e up to 4.9 TB/s.
+    _row("GH200 96GB HBM3", ("gh200",), 67.0, 494.7, 989.4, 989.4, 1978.9, 4000,
+         _GH200 + " (96GB HBM3)"),
+    _row("GH200 144GB HBM3e", ("gh200 144g", "gh200 144gb"), 67.0, 494.7, 989.4, 989.4,
+         1978.9, 4900, _GH200 + " (144GB HBM3e)"),
     # Ampere datacenter: FP32 19.5, TF32 156, BF16/FP16 312 dense; bandwidth by SKU.
     _row("A100 SXM4 80GB", ("a100 sxm4 80gb", "a100 sxm 80gb"),
          19.5, 156.0, 312.0, 312.0, None, 2039, _A100 + " (A100 80GB SXM)"),
@@ -186,12 +206,28 @@ PEAKS: tuple[PeakRow, ...] = (
          _RTXBW + " (GeForce RTX 5090)"),
     _row("RTX 5080", ("rtx 5080",), 56.3, 56.3, 112.6, 112.6, 225.1, 960,
          _RTXBW + " (GeForce RTX 5080)"),
+    # AMD Instinct (ROCm torch and gputui's AMD reader name them "AMD Instinct MI300X").
+    # Matrix-core figures: an fp32 matmul runs on the matrix cores too (MFMA FP32), so
+    # fp32 is the "FP32 matrix" peak. Each is CUs × peak engine clock × dense FLOP/clock/CU.
+    # MI300X: 304 CUs × 2,100 MHz: FP32 163.4, TF32 653.7, FP16/BF16 1,307.4, FP8
+    # 2,614.9 (dense; the sparse figures are twice these), HBM3 5.3 TB/s.
+    _row("MI300X", ("mi300x",), 163.4, 653.7, 1307.4, 1307.4, 2614.9, 5300, _MI300X),
+    # MI325X: MI300X's compute with HBM3E at 6 TB/s.
+    _row("MI325X", ("mi325x",), 163.4, 653.7, 1307.4, 1307.4, 2614.9, 6000, _MI325X),
+    # MI250X is two GCDs, and each is its own device to torch and to amdgpu (110 CUs,
+    # 64 GB): AMD's figures for the module (FP32 matrix 95.7, FP16/BF16 383.0, 3.2768
+    # TB/s; 220 CUs × 1,700 MHz) halved. No TF32 or FP8. PCI id 0x740c is MI250X or
+    # MI250 ("MI250X / MI250"): 5 % apart, no row.
+    _row("MI250X GCD", ("mi250x", "mi250x gcd"), 47.9, None, 191.5, 191.5, None, 1638.4,
+         _MI250X + " (per module; halved per GCD)"),
+    # MI210: 104 CUs × 1,700 MHz: FP32 matrix 45.3, FP16/BF16 181.0, HBM2e 1.6384 TB/s.
+    _row("MI210", ("mi210",), 45.3, None, 181.0, 181.0, None, 1638.4, _MI210),
 )
 
-# Words of an NVML name that say nothing about compute or bandwidth.
-_VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro"})
+# Words of a device name that say nothing about compute or bandwidth.
+_VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro", "amd", "instinct"})
 _PACKAGING_WORDS = frozenset({"gpu", "generation", "edition", "hbm2", "hbm2e", "hbm3",
-                              "hbm3e"})
+                              "hbm3e", "oam"})
 _MEMORY_SIZE = re.compile(r"\d+gb")
 
 

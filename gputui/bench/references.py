@@ -7,11 +7,15 @@ model); anything else gets no comparison rather than a misleading one. Torch-fre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from gputui.bench import peaks
+from gputui.bench.extras import ReferenceNote
+from gputui.bench.kind_extras import MatmulExtra
+
+if TYPE_CHECKING:
+    from gputui.bench.result import Result
 
 _DLE = ("NVIDIA DeepLearningExamples, ResNet50 v1.5 for PyTorch, training performance on "
         "NVIDIA DGX A100 (8x A100 80GB), 1 GPU, "
@@ -149,15 +153,15 @@ class RunSettings:
     compile: bool = False
 
     @classmethod
-    def from_result(cls, doc: Mapping[str, Any]) -> RunSettings:
-        s = doc.get("settings") if isinstance(doc.get("settings"), Mapping) else {}
-        device = str(doc.get("device") or s.get("device") or "")
+    def from_result(cls, r: Result) -> RunSettings:
+        s = r.settings
+        device = str(r.device or s.get("device") or "")
         return cls(
-            benchmark=str(doc.get("benchmark") or s.get("benchmark") or ""),
-            model=doc.get("model") or s.get("model"),
-            precision=str(doc.get("precision") or s.get("precision") or ""),
-            batch_size=doc.get("batch_size", s.get("batch_size")),
-            device_name=doc.get("device_name"),
+            benchmark=r.benchmark or str(s.get("benchmark") or ""),
+            model=r.model or s.get("model"),
+            precision=r.precision or str(s.get("precision") or ""),
+            batch_size=r.batch_size,
+            device_name=r.device_name,
             image_size=s.get("image_size"),
             channels_last=bool(s.get("channels_last", False)),
             nproc=int(s.get("nproc") or 1),
@@ -177,9 +181,13 @@ class Comparison:
         return f"{self.ratio:.2f}× {self.reference.describe()}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "ratio": self.ratio, "value": self.reference.value,
-                "unit": self.reference.unit, "source": self.reference.source,
-                "reference": self.reference.to_json()}
+        return self.to_note().to_json()
+
+    def to_note(self) -> ReferenceNote:
+        """What the result keeps as extra.reference."""
+        return ReferenceNote(text=self.text, ratio=self.ratio, value=self.reference.value,
+                             unit=self.reference.unit, source=self.reference.source,
+                             reference=self.reference.to_json())
 
 
 def mismatch(ref: Reference, run: RunSettings) -> str | None:
@@ -224,35 +232,31 @@ def compare(run: RunSettings, achieved: float | None) -> Comparison | None:
     return Comparison(ref, achieved, achieved / ref.value)
 
 
-def for_result(doc: Mapping[str, Any]) -> Comparison | None:
-    """The comparison for a result document, or None when no reference matches.
+def for_result(r: Result) -> Comparison | None:
+    """The comparison for a result, or None when no reference matches.
 
     matmul measures every dtype: its BF16 figure (best shape) is what a BF16 reference
     compares with, whatever the run's --precision.
     """
-    run = RunSettings.from_result(doc)
-    tp = doc.get("throughput") if isinstance(doc.get("throughput"), Mapping) else {}
-    achieved = tp.get("value", tp.get("mean")) if tp else None
+    run = RunSettings.from_result(r)
+    achieved = r.headline
     if run.benchmark == "matmul":
-        extra = doc.get("extra") if isinstance(doc.get("extra"), Mapping) else {}
-        tflops = extra.get("tflops") if isinstance(extra.get("tflops"), Mapping) else {}
-        run = RunSettings(**{**run.__dict__, "precision": "bf16"})
-        achieved = tflops.get("bf16")
+        m = r.extra.of(MatmulExtra)
+        run = replace(run, precision="bf16")
+        achieved = m.tflops.get("bf16") if m is not None else None
     if run.benchmark == "attention":
-        return _point_comparison(doc, run)
-    if not isinstance(achieved, int | float) or isinstance(achieved, bool):
+        return _point_comparison(r, run)
+    if achieved is None:
         return None
     return compare(run, float(achieved))
 
 
-def _point_comparison(doc: Mapping[str, Any], run: RunSettings) -> Comparison | None:
+def _point_comparison(r: Result, run: RunSettings) -> Comparison | None:
     """The first reference whose settings match and whose point the run measured."""
-    points = doc.get("points") if isinstance(doc.get("points"), list) else []
-    values = {p.get("label"): p.get("throughput") for p in points if isinstance(p, Mapping)}
+    values = {p.label: p.throughput for p in r.points}
     for ref in REFERENCES:
-        value = values.get(ref.point)
-        if (ref.point is None or mismatch(ref, run) is not None
-                or not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
+        value = values.get(ref.point) if ref.point is not None else None
+        if value is None or value <= 0 or mismatch(ref, run) is not None:
             continue
         return Comparison(ref, float(value), float(value) / ref.value)
     return None

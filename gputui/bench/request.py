@@ -40,6 +40,7 @@ class RunRequest:
     compile: bool = False
     mode: str | None = None
     sweep: bool = False
+    batch_sizes: tuple[int, ...] | None = None  # the sweep's grid; None: the doubling one
     nproc: int = 1
     profile: bool = False
     profile_dir: str | None = None
@@ -79,8 +80,10 @@ class RunRequest:
     def _of(cls, checked: Mapping[str, Any]) -> RunRequest:
         shapes = checked.get("shapes")
         params = checked.get("params")
+        sizes = checked.get("batch_sizes")
         return cls(**{**{k: v for k, v in checked.items() if k in _FIELDS},
                       "shapes": tuple(tuple(s) for s in shapes) if shapes is not None else None,
+                      "batch_sizes": tuple(sizes) if sizes is not None else None,
                       "params": dict(params) if params is not None else None})
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +91,8 @@ class RunRequest:
         out: dict[str, Any] = {k: getattr(self, k) for k in SPEC_DEFAULTS}
         if self.shapes is not None:
             out["shapes"] = [list(s) for s in self.shapes]
+        if self.batch_sizes is not None:
+            out["batch_sizes"] = list(self.batch_sizes)
         if self.params is not None:
             out["params"] = dict(self.params)
         return out

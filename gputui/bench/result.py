@@ -1,9 +1,11 @@
-"""The benchmark result: one frozen `Result`, one `ResultBuilder` that fills it.
+"""The benchmark result: one frozen `Result`, and `ResultBuilder`, its mutable draft.
 
 The worker builds its result with a `ResultBuilder`; the runner starts from the worker's
 result (or from the run request when the worker sent none) with the same builder and gives the
-final verdict. JSON goes in and out of the same classes (`Result.to_dict` /
+final verdict. The builder's fields are generated from Result's (`dataclasses.fields`), so
+there is one list of them. JSON goes in and out of the same classes (`Result.to_dict` /
 `Result.from_dict`); the field names are the public contract documented in docs/benchmarks.md.
+What a kind measures beyond the common fields is typed in `bench.extras`.
 
 Schema 2 adds `throughput.value` (the headline: samples ÷ seconds of the timed loop),
 `throughput.definition`, `throughput.windows` and `n` in the percentile objects. A schema-1
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, Field, dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
+from gputui.bench.config import RunConfig
 from gputui.bench.events import Point
+from gputui.bench.extras import Extras
 from gputui.bench.flops import Flops
 from gputui.bench.llm_metrics import LlmStats
 from gputui.bench.request import RunRequest
@@ -84,7 +88,10 @@ class Result:
     peak_memory_bytes: int | None = None
     energy_j_per_sample: float | None = None
     avg_power_w: float | None = None
+    # As telemetry's ThrottleEpisode.to_dict recorded them during the run.
     throttle_episodes: tuple[Mapping[str, Any], ...] = ()
+    # Open records, not typed: every setting and version the run had, which differ by kind
+    # and device; views show and compare them key by key (bench.compare) and read a few.
     settings: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, Any] = field(default_factory=dict)
     started_at: str | None = None
@@ -94,11 +101,11 @@ class Result:
     samples: int | None = None
     points: tuple[Point, ...] = ()
     error: ErrorInfo | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Extras = field(default_factory=Extras)
     # The GPU's state over the timed loops, sampled by the runner (bench.throttle_window).
     window: WindowStats | None = None
-    # Settings that change the number, read once per run (bench.config): "gpu", "torch".
-    config: Mapping[str, Any] = field(default_factory=dict)
+    # Settings that change the number, read once per run (bench.config).
+    config: RunConfig = field(default_factory=RunConfig)
     # Model FLOPs per sample, achieved TFLOP/s and MFU (bench.flops); None for probes.
     flops: Flops | None = None
     # LLM serving figures: TTFT, TPOT, ITL, decode bandwidth, MBU (bench.llm_metrics).
@@ -147,10 +154,9 @@ class Result:
             "duration_s": self.duration_s, "steps": self.steps, "samples": self.samples,
             "points": [p.to_dict() for p in self.points],
             "error": self.error.to_dict() if self.error else None,
-            "extra": dict(self.extra),
+            "extra": self.extra.to_json(),
             "window": self.window.to_dict() if self.window else None,
-            "config": {k: dict(v) if isinstance(v, Mapping) else v
-                       for k, v in self.config.items()},
+            "config": self.config.to_json(),
             "flops": self.flops.to_dict() if self.flops else None,
             "llm": self.llm.to_dict() if self.llm else None,
         }
@@ -201,10 +207,10 @@ class Result:
             steps=_int(doc.get("steps"), "steps"), samples=_int(doc.get("samples"), "samples"),
             points=points,
             error=ErrorInfo.from_dict(_dict(err, "error")) if err is not None else None,
-            extra=_dict(doc.get("extra"), "extra"),
+            extra=Extras.from_json(_dict(doc.get("extra"), "extra"), bench),
             window=(WindowStats.from_dict(_dict(doc.get("window"), "window"))
                     if doc.get("window") is not None else None),
-            config=_dict(doc.get("config"), "config"),
+            config=RunConfig.from_json(_dict(doc.get("config"), "config")),
             flops=(Flops.from_dict(_dict(doc.get("flops"), "flops"))
                    if doc.get("flops") is not None else None),
             llm=(LlmStats.from_dict(_dict(doc.get("llm"), "llm"))
@@ -281,45 +287,13 @@ def _list(v: Any, name: str) -> list[Any]:
     return list(v)
 
 
-@dataclass
-class ResultBuilder:
+class _Draft:
     """The mutable side of a Result: the worker's kinds and the runner's verdict fill it.
 
-    Its fields are Result's, in Result's order, with lists where Result keeps tuples
-    (tests/bench/test_result_builder.py checks the two lists stay the same); `build`
-    freezes them into a Result. A worker's result is ok until it fails.
+    `ResultBuilder` below is this class with Result's fields (lists where Result keeps
+    tuples, so points are appended); `build` freezes them into a Result. A worker's result
+    is ok until it fails.
     """
-
-    id: str
-    benchmark: str
-    model: str | None = None
-    device: str | None = None
-    device_name: str | None = None
-    precision: str | None = None
-    batch_size: int | None = None
-    status: str = "ok"
-    throughput: Throughput | None = None
-    latency_ms: Spread | None = None
-    phases_ms: Mapping[str, float] | None = None
-    step_time_ms: Spread | None = None
-    peak_memory_bytes: int | None = None
-    energy_j_per_sample: float | None = None
-    avg_power_w: float | None = None
-    throttle_episodes: list[Mapping[str, Any]] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, Any] = field(default_factory=dict)
-    started_at: str | None = None
-    finished_at: str | None = None
-    duration_s: float | None = None
-    steps: int | None = None
-    samples: int | None = None
-    points: list[Point] = field(default_factory=list)
-    error: ErrorInfo | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    window: WindowStats | None = None
-    config: dict[str, Any] = field(default_factory=dict)
-    flops: Flops | None = None
-    llm: LlmStats | None = None
 
     @classmethod
     def for_request(cls, result_id: str, request: RunRequest) -> ResultBuilder:
@@ -350,6 +324,24 @@ class ResultBuilder:
 
 # The fields a builder carries over to its Result (all of Result's but the schema version).
 _BUILT: tuple[str, ...] = tuple(f.name for f in fields(Result) if f.name != "schema")
+
+
+def _draft_field(f: Field[Any]) -> tuple[str, Any, Any] | tuple[str, Any]:
+    """Result's field as the draft holds it: tuples become lists, a draft starts ok."""
+    if f.name == "status":
+        return f.name, f.type, field(default="ok")
+    if isinstance(f.default, tuple):
+        return f.name, f.type, field(default_factory=list)
+    if f.default_factory is not MISSING:
+        return f.name, f.type, field(default_factory=f.default_factory)
+    if f.default is not MISSING:
+        return f.name, f.type, field(default=f.default)
+    return f.name, f.type
+
+
+ResultBuilder = make_dataclass(
+    "ResultBuilder", [_draft_field(f) for f in fields(Result) if f.name in _BUILT],
+    bases=(_Draft,), namespace={"__module__": __name__, "__doc__": _Draft.__doc__})
 
 
 def _thaw(v: Any) -> Any:

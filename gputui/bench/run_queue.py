@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gputui.bench import events, results_store
 from gputui.bench.request import RunRequest
 from gputui.bench.result import Result
 from gputui.bench.runner import DEFAULT_GRACE_S, DEFAULT_TIMEOUT_S, BenchRun
+from gputui.bench.telemetry_port import Telemetry
 from gputui.errors import GputuiError
 
 
@@ -58,6 +58,17 @@ StartedHook = Callable[[Planned, BenchRun], None]
 # Called with the final result before it is saved (on the runner's thread): a front-end
 # may add what only it knows (the TUI: throttle attribution from its sampler).
 AnnotateHook = Callable[[Planned, Result], Result]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What every run the queue starts gets beyond its request: telemetry to share (the
+    monitor's sampler: NVML is not opened twice), and, for tests, the worker's command
+    and environment."""
+
+    sampler: Telemetry | None = None
+    worker_cmd: Sequence[str] | None = None
+    env: Mapping[str, str] | None = None
 
 
 def should_save(result: Result) -> bool:
@@ -95,7 +106,7 @@ class RunQueue:
         annotate: AnnotateHook | None = None,
         auto_advance: bool = True,
         grace_s: float = DEFAULT_GRACE_S,
-        run_options: Mapping[str, Any] | None = None,
+        run_options: RunOptions | None = None,
     ) -> None:
         self.on_event = on_event
         self.on_finished = on_finished
@@ -106,8 +117,7 @@ class RunQueue:
         # PR_SET_PDEATHSIG (the worker then dies with the app even if it is SIGKILLed).
         self.auto_advance = auto_advance
         self.grace_s = grace_s
-        # Extra BenchRun arguments (a sampler to share, a worker command for tests).
-        self.run_options = dict(run_options or {})
+        self.run_options = run_options or RunOptions()
         self._lock = threading.Lock()
         self._pending: list[Planned] = []
         self._current: tuple[Planned, BenchRun] | None = None
@@ -203,12 +213,13 @@ class RunQueue:
                 return
             planned = self._pending.pop(0)
             self._idle.clear()
+            o = self.run_options
             run = BenchRun(
                 planned.request, result_id=planned.id, timeout_s=planned.timeout_s,
                 grace_s=self.grace_s,
                 on_event=lambda ev, p=planned: self._event(p, ev),
                 on_done=lambda res, p=planned: self._done(p, res),
-                **self.run_options)
+                sampler=o.sampler, worker_cmd=o.worker_cmd, env=o.env)
             self._current = (planned, run)
         if self.on_started is not None:
             with contextlib.suppress(Exception):

@@ -42,10 +42,11 @@ from enum import StrEnum
 from typing import Any
 
 from gputui.bench import events, results_store
-from gputui.bench.config import GPU_KEYS, empty, read_gpu_config
+from gputui.bench.config import GpuConfig, read_gpu_config
 from gputui.bench.ddp_topology import read_topology
 from gputui.bench.request import RunRequest
 from gputui.bench.result import Result, with_episodes
+from gputui.bench.telemetry_port import Telemetry
 from gputui.bench.throttle_watch import ThrottleWatch, worker_nvml_index
 from gputui.bench.throttle_window import WINDOW_INTERVAL_S, TimedSpans, WindowRecorder, window_stats
 from gputui.bench.verdict import RunFacts, decide
@@ -169,7 +170,7 @@ class BenchRun:
         env: Mapping[str, str] | None = None,
         result_id: str | None = None,
         telemetry: bool = True,
-        sampler: Any | None = None,
+        sampler: Telemetry | None = None,
     ) -> None:
         self.id = result_id or results_store.new_id()
         self.request = request
@@ -427,8 +428,8 @@ class BenchRun:
         # Read once, at the end, through the watcher's NVML: its reader threads have
         # opened the device by now (at the start it may still be opening).
         reader = self._window_watch or self._watch
-        gpu_config = (read_gpu_config(reader.sampler, self._gpu_index)
-                      if reader is not None else empty(GPU_KEYS))
+        gpu_config = (read_gpu_config(reader.sampler.nvml, self._gpu_index)
+                      if reader is not None else GpuConfig())
         episodes = self._stop_watch()
         if episodes:
             result = with_episodes(result, episodes)
@@ -437,10 +438,10 @@ class BenchRun:
             if window is not None:
                 result = dataclasses.replace(result, window=window)
         # A DDP run's GPUs, by the UUIDs its ranks reported: how each pair is connected.
-        topo = (read_topology(reader.sampler, result.settings.get("rank_gpu_uuids"))
+        topo = (read_topology(reader.sampler.nvml, result.settings.get("rank_gpu_uuids"))
                 if reader is not None else None)
-        result = dataclasses.replace(result, config={**result.config, "gpu": gpu_config,
-                                                     "topology": topo})
+        result = dataclasses.replace(result, config=dataclasses.replace(
+            result.config, gpu=gpu_config, topology=topo))
         with self._lock:
             self.result = result
             self._state = RunState(result.status)
@@ -465,15 +466,15 @@ class BenchRun:
         self._watch = ThrottleWatch.start(gpu_index, self.sampler)
         self._gpu_index = gpu_index
         source = self._watch
-        if source is not None and float(getattr(self.sampler, "interval", 0.0) or 0.0) \
-                > WINDOW_INTERVAL_S:
+        if source is not None and self.sampler is not None \
+                and self.sampler.interval > WINDOW_INTERVAL_S:
             # The window needs ≥ 2 Hz; a monitor sampling slower (the TUI's default 1 s)
             # gets a throttle-profile reader of our own for the run's length.
             self._window_watch = source = ThrottleWatch.start(gpu_index, None)
         if source is not None:
             recorder = WindowRecorder(gpu_index)
-            if source.listen(recorder):
-                self._recorder = recorder
+            source.listen(recorder)
+            self._recorder = recorder
 
     def _stop_watch(self) -> list[dict[str, Any]]:
         watch, self._watch = self._watch, None

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from gputui.bench.telemetry_port import Telemetry
+
 
 class ThrottleWatch:
     """Samples NVML during a CUDA run and returns the throttle episodes that overlapped it.
@@ -17,14 +19,15 @@ class ThrottleWatch:
     it in, so NVML is not opened twice.
     """
 
-    def __init__(self, sampler: Any, own: bool, gpu_index: int | None, start: datetime) -> None:
+    def __init__(self, sampler: Telemetry, own: bool, gpu_index: int | None,
+                 start: datetime) -> None:
         self._sampler = sampler
         self._own = own
         self._gpu_index = gpu_index
         self._start = start
 
     @classmethod
-    def start(cls, gpu_index: int | None, sampler: Any | None) -> ThrottleWatch | None:
+    def start(cls, gpu_index: int | None, sampler: Telemetry | None) -> ThrottleWatch | None:
         """Watch NVML device `gpu_index` (None: keep every GPU's episodes)."""
         start = datetime.now(UTC)
         if sampler is not None:
@@ -38,7 +41,7 @@ class ThrottleWatch:
             own = Sampler.open(interval=0.5, process_every=1_000_000, profile="throttle")
         except Exception:
             return None
-        if getattr(own, "nvml", None) is None:
+        if own.nvml is None:
             with contextlib.suppress(Exception):
                 own.close()
             return None
@@ -49,17 +52,13 @@ class ThrottleWatch:
         return cls(own, True, gpu_index, start)
 
     @property
-    def sampler(self) -> Any:
+    def sampler(self) -> Telemetry:
         """The telemetry sampler watched (its `nvml` source serves one-off reads)."""
         return self._sampler
 
-    def listen(self, fn: Any) -> bool:
+    def listen(self, fn: Any) -> None:
         """Also hand each snapshot to `fn` (bench.throttle_window's recorder) until `unlisten`."""
-        subscribe = getattr(self._sampler, "subscribe", None)
-        if subscribe is None:
-            return False
-        subscribe(fn)
-        return True
+        self._sampler.subscribe(fn)
 
     def unlisten(self, fn: Any) -> None:
         with contextlib.suppress(Exception):

@@ -8,7 +8,7 @@ windows seen so far: the total samples of the whole timed loop, over its seconds
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gputui.bench import events, stats
 from gputui.bench.request import RunRequest
@@ -105,7 +105,7 @@ def decide(facts: RunFacts) -> Result:
                          signal=_signal_name(-rc) if rc is not None and rc < 0 else None))
         _fill_partial(b, facts)
     if b.status == "failed" and b.error is not None and b.error.stderr_tail is None:
-        b.error = ErrorInfo(**{**b.error.__dict__, "stderr_tail": tuple(facts.stderr_tail)})
+        b.error = replace(b.error, stderr_tail=tuple(facts.stderr_tail))
     _add_reference(b)
     return b.build()
 
@@ -116,12 +116,12 @@ def _add_reference(b: ResultBuilder) -> None:
     Decided here, once, for every result the runner keeps; no match, no comparison."""
     from gputui.bench.references import for_result
 
-    b.extra.pop("reference", None)
+    b.extra = replace(b.extra, reference=None)
     if b.status != "ok":
         return
-    ref = for_result(b.build().to_dict())
+    ref = for_result(b.build())
     if ref is not None:
-        b.extra["reference"] = ref.to_json()
+        b.extra = replace(b.extra, reference=ref.to_note())
 
 
 def _fill_partial(b: ResultBuilder, facts: RunFacts) -> None:

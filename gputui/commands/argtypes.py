@@ -1,10 +1,12 @@
-"""argparse value types shared by the subcommands (no gputui imports: no cycles)."""
+"""argparse value types shared by the subcommands. Nothing here imports `gputui.cli` (no
+cycle) or anything heavy: the bounds come from `gputui.telemetry.limits`, standard library
+only."""
 
 from __future__ import annotations
 
 import argparse
 
-MIN_INTERVAL_S = 0.1  # gputui.telemetry.sampler.MIN_INTERVAL_S; a test keeps them equal
+from gputui.telemetry.limits import interval_problem
 
 
 def positive_float(text: str) -> float:
@@ -18,10 +20,13 @@ def positive_float(text: str) -> float:
 
 
 def interval_seconds(text: str) -> float:
-    value = positive_float(text)
-    if value < MIN_INTERVAL_S:
-        raise argparse.ArgumentTypeError(
-            f"interval must be at least {MIN_INTERVAL_S:g} s: {text!r}")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    why = interval_problem(value)
+    if why:
+        raise argparse.ArgumentTypeError(f"interval {why}: {text!r}")
     return value
 
 

@@ -88,7 +88,10 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     rp.add_argument("--mode", choices=("latency", "throughput"),
                     help="inference: single-stream latency or offline throughput")
     rp.add_argument("--sweep", action="store_true",
-                    help="throughput over a range of batches (matmul: of standard shapes)")
+                    help="throughput over a range of batches, doubling from 1 (matmul: of "
+                    "standard shapes)")
+    rp.add_argument("--batch-sizes", type=_batch_list, metavar="LIST",
+                    help="sweep exactly these batch sizes, e.g. 1,4,16,64 (implies --sweep)")
     rp.add_argument("--size", type=positive_int, metavar="N", help="matmul: M=N=K=N")
     rp.add_argument("--shape", type=_mnk, action="append", metavar="MxNxK",
                     help="matmul: one product shape (repeatable)")
@@ -160,6 +163,14 @@ def _mnk(text: str) -> list[int]:
     if len(dims) != 3 or min(dims) <= 0:
         raise argparse.ArgumentTypeError(f"a shape is MxNxK, e.g. 8192x8192x8192: {text!r}")
     return dims
+
+
+def _batch_list(text: str) -> list[int]:
+    sizes = [positive_int(p.strip()) for p in text.split(",") if p.strip()]
+    if not sizes:
+        raise argparse.ArgumentTypeError(f"a comma-separated list of batch sizes, e.g. "
+                                         f"1,8,32: {text!r}")
+    return sizes
 
 
 def _probe_params(args: argparse.Namespace) -> dict[str, int] | None:
@@ -315,6 +326,7 @@ def run_bench(args: argparse.Namespace) -> int:
         seq_len=args.seq_len,
         mode=args.mode,
         sweep=args.sweep,
+        batch_sizes=args.batch_sizes,
         channels_last=args.channels_last,
         compile=args.compile,
         nproc=args.nproc,

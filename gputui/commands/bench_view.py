@@ -18,6 +18,7 @@ from gputui.bench.fmt import (
     fmt_trials,
     when,
 )
+from gputui.bench.kind_extras import BatchFinderExtra, DdpExtra
 from gputui.bench.result import Result
 from gputui.bench.result_text import throttled_mark
 from gputui.safe_text import no_markup, printable
@@ -56,18 +57,13 @@ def failure_line(r: Result, show_tail: bool = False) -> str:
     return f"{printable(kind)}: {message}{suffix}"
 
 
-def _profile_of(r: Result) -> dict[str, Any]:
-    prof = r.extra.get("profile")
-    return prof if isinstance(prof, dict) else {}
-
-
 def print_summary(console: Console, r: Result) -> None:
     """The summary table, then (after --profile) the top ops and the trace's path."""
     console.print(summary_table(r))
     profile = profile_table(r)
     if profile is not None:
         console.print(profile)
-    trace = _profile_of(r).get("trace_path")
+    trace = r.extra.profile.trace_path if r.extra.profile is not None else None
     if trace:
         console.print(f"Chrome trace: {no_markup(trace)}", soft_wrap=True)
         console.print("[dim]  (open it in https://ui.perfetto.dev or chrome://tracing)[/]")
@@ -77,13 +73,13 @@ def profile_table(r: Result, top: int = 10) -> Table | None:
     """The `--profile` pass's top ops (by self time), or None when there was none."""
     from rich.table import Table
 
-    prof = _profile_of(r)
-    ops = [op for op in prof.get("top_ops") or [] if isinstance(op, dict)]
-    if not ops:
+    prof = r.extra.profile
+    if prof is None or not prof.top_ops:
         return None
-    device = any(op.get("self_device_ms") is not None for op in ops)
+    ops = prof.top_ops
+    device = any(op.self_device_ms is not None for op in ops)
     table = Table(title=f"top ops by self {'device' if device else 'CPU'} time "
-                  f"(profiler pass of {no_markup(prof.get('steps'))} steps, after the timed run)")
+                  f"(profiler pass of {no_markup(prof.steps)} steps, after the timed run)")
     table.add_column("op")
     table.add_column("calls", justify="right")
     table.add_column("self CPU ms", justify="right")
@@ -91,10 +87,10 @@ def profile_table(r: Result, top: int = 10) -> Table | None:
     if device:
         table.add_column("self device ms", justify="right")
     for op in ops[:top]:
-        cells = [no_markup(op.get("name")), no_markup(op.get("count")),
-                 fmt_num(op.get("self_cpu_ms")), fmt_num(op.get("cpu_total_ms"))]
+        cells = [no_markup(op.name), no_markup(op.count), fmt_num(op.self_cpu_ms),
+                 fmt_num(op.cpu_total_ms)]
         if device:
-            cells.append(fmt_num(op.get("self_device_ms")))
+            cells.append(fmt_num(op.self_device_ms))
         table.add_row(*cells)
     return table
 
@@ -110,7 +106,7 @@ def _measure_rows(r: Result, row: Any) -> None:
     if data in ("device", "host"):
         row("input data", "synthetic, made on the device" if data == "device" else
             f"host: {no_markup(r.settings.get('h2d_copy') or 'pinned, copied per step')}")
-    ref = for_result(r.to_dict())
+    ref = for_result(r)
     if ref is not None:
         row("vs published", no_markup(ref.text))
     window = window_words(r.window)
@@ -119,11 +115,12 @@ def _measure_rows(r: Result, row: Any) -> None:
         row("GPU over timed window", f"[{style}]{no_markup(window)}[/]" if style
             else no_markup(window))
     # The worker's own sampling, for results saved before the runner sampled the window.
-    during = window_text(r.extra.get("gpu_window")) if r.window is None else None
+    during = window_text(r.extra.gpu_window) if r.window is None else None
     if during:
         row("GPU during run", no_markup(during))
-    if r.benchmark == "batch-finder" and "recommended_batch" in r.extra:
-        row("recommended batch", f"{no_markup(r.extra.get('recommended_batch') or NA)}  "
+    found = r.extra.of(BatchFinderExtra)
+    if found is not None:
+        row("recommended batch", f"{no_markup(found.recommended_batch or NA)}  "
             f"[dim]({no_markup(r.settings.get('headroom') or '')})[/]")
 
 
@@ -190,22 +187,24 @@ def summary_table(r: Result) -> Table:
     for p in r.points:
         value = no_markup(p.value_text)
         row(f"  {no_markup(p.label_text)}", value if p.ok else f"[red]{value}[/]")
-    extra = r.extra
+    found = r.extra.of(BatchFinderExtra)
     if r.benchmark == "batch-finder":
-        fits = extra.get("probes_fit")
-        probes = extra.get("probes", len(r.points))
-        row("largest batch that fits", text(extra.get("max_batch_fit") or "none")
-            + f"  (limit: {text(extra.get('limit') or NA)})")
-        row("probes", text(probes) + (f" ({text(fits)} fit, {text(extra.get('probes_failed'))}"
-                                      " failed)" if fits is not None else ""))
+        if found is not None:
+            row("largest batch that fits", text(found.max_batch_fit or "none")
+                + f"  (limit: {text(found.limit or NA)})")
+            row("probes", f"{found.probes} ({found.probes_fit} fit, {found.probes_failed} "
+                "failed)")
+        else:
+            row("largest batch that fits", "none  (limit: N/A)")
+            row("probes", text(len(r.points)))
         row("timed steps / samples (all probes)", f"{text(r.steps)} / {text(r.samples)}")
     elif r.samples:
         row("timed steps / samples", f"{text(r.steps)} / {text(r.samples)}")
     else:
         row("timed steps", text(r.steps))
-    energy_extra = extra.get("energy") if isinstance(extra.get("energy"), dict) else {}
-    if energy_extra.get("note"):
-        row("energy note", no_markup(energy_extra["note"]))
+    note = r.extra.energy.note if r.extra.energy is not None else None
+    if note:
+        row("energy note", no_markup(note))
     dur = r.duration_s
     row("started", no_markup(when(r.started_at)) + (f"  ({fmt_num(dur)} s)" if dur is not None
                                                      else ""))
@@ -223,20 +222,21 @@ def summary_table(r: Result) -> Table:
 
 def _distributed_rows(r: Result, row: Any) -> None:
     """Per-rank throughput, the all-reduce's share of a step, and scaling (DDP runs)."""
-    extra, unit = r.extra, no_markup(r.unit)
-    per_rank = extra.get("per_rank_samples_per_s")
-    if isinstance(per_rank, list) and per_rank:
-        row("per rank", "  ".join(f"{i}: {fmt_num(v)}" for i, v in enumerate(per_rank))
+    ddp, unit = r.extra.of(DdpExtra), no_markup(r.unit)
+    if ddp is None:
+        return
+    if ddp.per_rank_samples_per_s:
+        row("per rank", "  ".join(f"{i}: {fmt_num(v)}"
+                                  for i, v in enumerate(ddp.per_rank_samples_per_s))
             + f" {unit}")
-    ar = extra.get("allreduce")
-    if isinstance(ar, dict) and ar.get("ms") is not None:
-        share = ar.get("share_of_step")
-        row("all-reduce", f"{fmt_num(ar['ms'])} ms for {fmt_bytes(ar.get('bytes'))}"
-            + (f", {share * 100:.0f} % of a step" if isinstance(share, int | float) else "")
-            + f"  [dim]({no_markup(ar.get('definition') or '')})[/]")
-    sc = extra.get("scaling")
-    if isinstance(sc, dict) and sc.get("efficiency") is not None:
-        ranks, base = no_markup(sc.get("world_size")), no_markup(sc.get("baseline_id"))
-        per = no_markup(sc.get("baseline_world"))
-        row("scaling", f"{sc['efficiency'] * 100:.0f} % efficient on {ranks} ranks vs {base} "
-            f"({fmt_num(sc.get('baseline_value'))} {unit} on {per} process)")
+    ar = ddp.allreduce
+    if ar is not None and ar.ms is not None:
+        share = ar.share_of_step
+        row("all-reduce", f"{fmt_num(ar.ms)} ms for {fmt_bytes(ar.bytes)}"
+            + (f", {share * 100:.0f} % of a step" if share is not None else "")
+            + f"  [dim]({no_markup(ar.definition)})[/]")
+    sc = ddp.scaling
+    if sc is not None:
+        row("scaling", f"{sc.efficiency * 100:.0f} % efficient on {sc.world_size} ranks vs "
+            f"{no_markup(sc.baseline_id)} ({fmt_num(sc.baseline_value)} {unit} on "
+            f"{sc.baseline_world} process)")

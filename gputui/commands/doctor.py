@@ -39,16 +39,23 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
                    "and throttling (default 0)")
     p.add_argument("--duration", metavar="S", type=_seconds, default=2.0,
                    help="seconds of timed work per probe point (default 2)")
+    from gputui.commands.paths import add_path_arguments
+
+    add_path_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from gputui.atomic import write_atomic
+    from gputui.commands.config_args import apply_config
+    from gputui.commands.paths import kernel_paths
     from gputui.doctor.model import Check, Report
     from gputui.doctor.output import check_line, json_report, junit_report, summary_text
     from gputui.doctor.probes import ProbePlan
     from gputui.doctor.run import Options, parse_gpu_list, run_doctor
 
+    apply_config(args)  # config.toml's [path] under the flags
+    paths = kernel_paths(args)
     gpus = parse_gpu_list(args.gpus) if args.gpus is not None else None
     if args.junit is not None and args.junit.is_dir():
         raise UsageError(f"--junit: {args.junit} is a directory")
@@ -65,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     options = Options(quick=args.quick, gpus=gpus, observe_s=args.observe,
                       probes=ProbePlan(duration_s=args.duration))
     try:
-        report = run_doctor(options, on_check=on_check)
+        report = run_doctor(options, on_check=on_check, sysfs=paths.sysfs,
+                            procfs=paths.procfs)
     except KeyboardInterrupt:
         report = Report(checks=tuple(seen), interrupted=True)
     if args.json:

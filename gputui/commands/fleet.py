@@ -21,6 +21,7 @@ from gputui.safe_text import printable
 if TYPE_CHECKING:
     from gputui.fleet.model import FleetSnapshot
     from gputui.fleet.poller import Poller
+    from gputui.fleet.targets import Target
 
 
 def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
@@ -32,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
         "export or dcgm-exporter /metrics pages, or from a Prometheus server; alerts for "
         "throttling or hot GPUs and hosts that are down.")
     p.add_argument("targets", nargs="*", metavar="TARGET",
-                   help="HOST:PORT of an exporter (/metrics implied) or a full http:// URL")
+                   help="HOST:PORT of an exporter (/metrics implied) or a full http(s):// URL; "
+                   "basic-auth passwords from ~/.netrc ($NETRC), as curl reads them")
     p.add_argument("--prometheus", metavar="URL",
                    help="read the metrics from this Prometheus server's query API instead")
     p.add_argument("--interval", type=interval_seconds, default=2.0, metavar="SECONDS",
@@ -53,22 +55,36 @@ def make_poller(args: argparse.Namespace) -> Poller:
     from gputui.fleet.errors import TargetError
     from gputui.fleet.poller import FleetPoller
     from gputui.fleet.prometheus import PrometheusPoller
-    from gputui.fleet.targets import parse_prometheus_url, parse_target
+    from gputui.fleet.targets import parse_prometheus_url, parse_target, with_netrc
 
     try:
         if args.prometheus:
             if args.targets:
                 raise UsageError("give either TARGETs or --prometheus, not both")
-            return PrometheusPoller(parse_prometheus_url(args.prometheus),
-                                    interval=args.interval, timeout=args.timeout,
-                                    hot_temp_c=args.hot)
+            server = parse_prometheus_url(args.prometheus)
+            warn_password_in_argv([server])
+            server = with_netrc([server])[0]
+            return PrometheusPoller(server.url, interval=args.interval, timeout=args.timeout,
+                                    hot_temp_c=args.hot, auth=server.auth)
         if not args.targets:
             raise UsageError("name at least one TARGET (HOST:PORT) or --prometheus URL")
         targets = [parse_target(t) for t in args.targets]
+        warn_password_in_argv(targets)
+        targets = with_netrc(targets)
     except TargetError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(printable(str(exc))) from None
     return FleetPoller(targets, interval=args.interval, timeout=args.timeout,
                        hot_temp_c=args.hot)
+
+
+def warn_password_in_argv(targets: list[Target]) -> None:
+    """One line when a password was given on the command line, which `ps` shows to every
+    local user (the host is named, never the password)."""
+    hosts = sorted({t.host for t in targets if t.auth})
+    if hosts:
+        print(f"gputui: warning: the password for {', '.join(printable(h) for h in hosts)} "
+              "is on the command line, where other local users can read it (ps); "
+              "~/.netrc keeps it off", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

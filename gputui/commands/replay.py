@@ -5,19 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-# Same bounds as gputui.telemetry.replay (not imported here: it pulls in the sampler,
-# and building the parser must stay cheap for `gputui --help`); a test keeps them equal.
-MIN_SPEED = 0.125
-MAX_SPEED = 64.0
+# The player's own bounds, from the standard-library-only module it takes them from
+# (gputui.telemetry.replay pulls in the sampler: `gputui --help` must stay cheap).
+from gputui.telemetry.limits import MAX_SPEED, MIN_SPEED, speed_problem
 
 
 def _speed(text: str) -> float:
     from gputui.commands.argtypes import positive_float
 
     value = positive_float(text)
-    if not MIN_SPEED <= value <= MAX_SPEED:
-        raise argparse.ArgumentTypeError(
-            f"speed must be between {MIN_SPEED:g} and {MAX_SPEED:g}: {text!r}")
+    why = speed_problem(value)
+    if why:
+        raise argparse.ArgumentTypeError(f"speed {why}: {text!r}")
     return value
 
 

@@ -8,6 +8,8 @@ import os
 import sys
 import time
 
+from gputui.commands.paths import add_path_arguments, kernel_paths
+from gputui.telemetry.kernel_paths import KernelPaths
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.schema import snapshot_to_dict
 
@@ -22,23 +24,26 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
                        description="Print one nvidia-smi-like reading of every GPU, the host "
                        "and the GPU processes.")
     p.add_argument("--json", action="store_true", help="print the documented JSON document")
+    add_path_arguments(p)
     p.set_defaults(func=run)
 
 
-def take_snapshot() -> Snapshot:
+def take_snapshot(paths: KernelPaths | None = None, idle_w: float | None = None) -> Snapshot:
     from gputui.telemetry import gpm
     from gputui.telemetry.sampler import Sampler
 
+    paths = paths or KernelPaths()
     started = time.monotonic()
     # One reading: every field is due, slow ones too (violation time needs two reads).
     # Each GPU is read on its own thread with a deadline: a hung one is reported as not
     # answering, and Ctrl-C/SIGTERM still end the command at once.
     sampler = Sampler.open(interval=1.0, process_every=1, slow_every=1,
-                           read_timeout_s=READ_TIMEOUT_S)
+                           read_timeout_s=READ_TIMEOUT_S, sysfs=paths.sysfs,
+                           procfs=paths.procfs, rootfs=paths.rootfs, idle_w=idle_w)
     try:
         settle = CPU_SETTLE_S - (time.monotonic() - started)
-        if sampler.nvml is not None:
-            sampler.read()  # primes counters that are deltas (violation time, GPM)
+        if sampler.source is not None:
+            sampler.read()  # primes counters that are deltas (violation time, GPM, fdinfo)
             # GPM needs its two samples apart (a first read can take longer than the
             # CPU's settling time): see gpm.MIN_SAMPLE_GAP_S.
             settle = max(CPU_SETTLE_S - (time.monotonic() - started),
@@ -50,7 +55,10 @@ def take_snapshot() -> Snapshot:
 
 
 def run(args: argparse.Namespace) -> int:
-    snap = take_snapshot()
+    from gputui.commands.config_args import apply_config
+
+    apply_config(args)  # config.toml's [path] under the flags
+    snap = take_snapshot(kernel_paths(args), getattr(args, "idle_w", None))
     if args.json:
         json.dump(snapshot_to_dict(snap), sys.stdout, indent=2)
         sys.stdout.write("\n")

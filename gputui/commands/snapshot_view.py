@@ -17,6 +17,7 @@ from gputui.telemetry.units import (
     fmt_bytes,
     fmt_duration,
     fmt_j,
+    fmt_j_per,
     fmt_mhz,
     fmt_pct,
     fmt_per_s,
@@ -120,11 +121,15 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
     head = Text()
     head.append(f"{printable(s.host.hostname)}  ", style="bold")
     head.append(f"{s.time.astimezone():%Y-%m-%d %H:%M:%S %Z}  ")
-    head.append(printable(f"Driver {sysinfo.driver_version or NA}  NVML "
-                          f"{sysinfo.nvml_version or NA}  CUDA "
-                          f"{sysinfo.cuda_driver_version or NA}"))
+    if sysinfo.driver_version or not sysinfo.amd_driver_version:
+        head.append(printable(f"Driver {sysinfo.driver_version or NA}  NVML "
+                              f"{sysinfo.nvml_version or NA}  CUDA "
+                              f"{sysinfo.cuda_driver_version or NA}"))
+    if sysinfo.amd_driver_version:
+        head.append(printable(f"{'  ' if sysinfo.driver_version else ''}amdgpu "
+                              f"{sysinfo.amd_driver_version}"))
     yield head
-    if s.nvml_error:
+    if s.nvml_error and not s.gpus:  # an AMD box has no NVML, and needs no word on it
         yield _t(f"No GPU data: {s.nvml_error}", "bold yellow")
     if s.gpus and width < WIDE_MIN_COLUMNS:
         for g in s.gpus:
@@ -175,7 +180,7 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
         yield more
         yield from stale_notes
     elif not s.nvml_error:
-        yield Text("No NVIDIA GPUs found.")
+        yield Text("No GPUs found.")
     h = s.host
     host = Table(title="Host", title_justify="left", pad_edge=False)
     for col in ("CPU", "RAM used / total", "Swap used / total", "Load average"):
@@ -192,13 +197,20 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
     if not s.gpus:
         return
     procs = Table(title="GPU processes", title_justify="left", pad_edge=False)
-    for col in ("GPU", "PID", "User", "GPU memory", "Command"):
+    # Pod and container columns where some process runs in one (as the monitor's table).
+    pods = any(p.pod_name for p in s.processes)
+    containers = any(p.container for p in s.processes)
+    for col in ("GPU", "PID", "User", "GPU memory", *(("Pod",) if pods else ()),
+                *(("Container",) if containers else ()), "Command"):
         procs.add_column(col, overflow="fold")
     for p in sorted(s.processes, key=lambda p: (p.gpu_index, p.pid)):
-        # User names and command lines are anyone's (argv is set by the process itself).
+        # User names, command lines and pod names are anyone's (argv is set by the process
+        # itself, a log directory's name by whoever named the pod).
+        where = ([_t(p.pod_name or "—")] if pods else []) + (
+            [_t(p.container or "—")] if containers else [])
         procs.add_row(str(p.gpu_index), str(p.pid), _t(p.user or NA),
                       fmt_bytes(p.gpu_mem_bytes, unit="MiB") if p.gpu_mem_bytes is not None
-                      else NA, _t(p.command or NA))
+                      else NA, *where, _t(p.command or NA))
     if not s.processes:
         procs.add_row("", "", "", "", "no processes")
     yield procs
@@ -207,10 +219,17 @@ def render_snapshot(s: Snapshot, width: int = WIDE_MIN_COLUMNS) -> Iterator[Rend
 def _jobs_table(s: Snapshot) -> Table:
     """Training jobs reporting with gputui.track (the TUI's Jobs box, as a table)."""
     t = Table(title="Jobs", title_justify="left", pad_edge=False)
-    for col in ("PID", "Name", "GPU", "Step", "Samples/s", "Tokens/s", "Step p50"):
+    energy = any(j.energy_j is not None for j in s.jobs)
+    for col in ("PID", "Name", "GPU", "Step", "Samples/s", "Tokens/s", "Step p50",
+                *(("Power", "J/step") if energy else ())):
         t.add_column(col, overflow="fold")
     for j in s.jobs:
+        # "~": an estimate (a GPU the job shared), as in the monitor's Jobs box.
+        mark = "~" if j.energy_estimate else ""
         t.add_row(str(j.pid), _t(j.name), ",".join(map(str, j.gpus)) or NA, str(j.step),
                   fmt_per_s(j.samples_per_s), fmt_per_s(j.tokens_per_s),
-                  fmt_step_time(j.step_time_s))
+                  fmt_step_time(j.step_time_s),
+                  *((NA if j.power_w is None else mark + fmt_w(j.power_w),
+                     NA if j.energy_per_step_j is None
+                     else mark + fmt_j_per(j.energy_per_step_j)) if energy else ()))
     return t

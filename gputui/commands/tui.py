@@ -8,16 +8,19 @@ import gc
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from gputui.commands.argtypes import interval_seconds
+    from gputui.telemetry.limits import MIN_INTERVAL_S
 
     parser.add_argument("--interval", type=interval_seconds, default=None, metavar="SECONDS",
                         help="seconds between readings (default 1 or config.toml's, "
-                        "minimum 0.1)")
+                        f"minimum {MIN_INTERVAL_S:g})")
     parser.add_argument("--theme", metavar="NAME", help="colour theme (or set GPUTUI_THEME)")
     parser.add_argument("--record", metavar="FILE",
                         help="append every snapshot to FILE as JSON lines")
+    from gputui.commands.paths import add_path_arguments
     from gputui.notify.cli import add_notify_arguments
 
     add_notify_arguments(parser, terminal=True)
+    add_path_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,15 +36,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from gputui.commands.config_args import apply_config
+    from gputui.commands.paths import kernel_paths
     from gputui.notify import cli as notify_cli
     from gputui.ui.sampler_opener import SamplerOpener
 
-    settings = notify_cli.apply_config(args, monitor=True)  # config.toml under the flags
+    settings = apply_config(args, monitor=True)  # config.toml under the flags
+    paths = kernel_paths(args)
     # NVML opens on its own thread from here, while Textual is imported and starts (on a
     # big machine its init takes longer than all of that); a recording keeps more fields
     # than the screen shows. Textual's first import is the theme check just below.
     opener = SamplerOpener(interval=args.interval,
-                           profile="record" if args.record else "monitor").start()
+                           profile="record" if args.record else "monitor", paths=paths,
+                           idle_w=getattr(args, "idle_w", None)).start()
     try:
         from gputui.ui.options import AppOptions
         from gputui.ui.themes import require_theme

@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from gputui.doctor.model import Check, Stage, Status, Value
 from gputui.telemetry.health import COMPUTE_MODES, DeviceHealth
 from gputui.telemetry.model import SystemInfo
-from gputui.telemetry.throttle import reason_keys
+from gputui.telemetry.throttle import (
+    CURRENT_LIMIT,
+    MEM_THERMAL,
+    PLATFORM_POWER,
+    PROCHOT,
+    RELIABILITY,
+    VR_THERMAL,
+    reason_keys,
+)
 from gputui.telemetry.xid import XidEvent
 
 # Idle temperature headroom below the slowdown threshold (°C).
@@ -30,6 +38,11 @@ RETIRED_PAGES_FAIL = 60
 # Clocks-event bits (telemetry/throttle.py names them).
 HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x8, 0x40, 0x80
 SW_POWER_CAP, SW_THERMAL, APP_CLOCKS = 0x4, 0x20, 0x2
+# Faults whatever the load: NVIDIA's hardware reasons, and AMD's signals from outside the
+# die's own limits (PROCHOT asserted, a voltage regulator or the memory too hot).
+HW_FAULT = HW_SLOWDOWN | HW_POWER_BRAKE | HW_THERMAL | PROCHOT | VR_THERMAL | MEM_THERMAL
+# Limits the firmware holds by design: worth a word at idle, expected at full load.
+SW_LIMIT = SW_POWER_CAP | SW_THERMAL | CURRENT_LIMIT | PLATFORM_POWER | RELIABILITY
 
 WHY = {
     "reachable": "a GPU NVML cannot read cannot run work",
@@ -72,7 +85,7 @@ WHY = {
     "xid": "an XID is the driver reporting a GPU fault (memory, bus, engine)",
 }
 
-NOT_SUPPORTED = "not supported on this GPU (NVML)"
+NOT_SUPPORTED = "not supported on this GPU"
 
 
 def _check(cid: str, gpu: int | None, status: Status, value: Value, expected: Value,
@@ -332,10 +345,10 @@ def throttle_idle(h: DeviceHealth, mask: int | None) -> Check:
     keys = [k for k in reason_keys(mask) if k not in (
         "gpu_idle", "applications_clocks_setting", "display_clock_setting")]
     value = ", ".join(keys) or "none"
-    if mask & (HW_SLOWDOWN | HW_POWER_BRAKE | HW_THERMAL):
+    if mask & HW_FAULT:
         return _check("throttle_idle", h.index, Status.FAIL, value, "none", None, s,
                       "hardware throttling at idle")
-    if mask & (SW_POWER_CAP | SW_THERMAL):
+    if mask & SW_LIMIT:
         return _check("throttle_idle", h.index, Status.WARN, value, "none", None, s,
                       "software throttling at idle")
     return _check("throttle_idle", h.index, Status.PASS, value, "none", None, s)
@@ -349,7 +362,7 @@ def throttle_load(h: DeviceHealth, mask: int | None) -> Check:
     keys = [k for k in reason_keys(mask) if k not in (
         "gpu_idle", "applications_clocks_setting", "display_clock_setting")]
     value = ", ".join(keys) or "none"
-    if mask & (HW_SLOWDOWN | HW_POWER_BRAKE | HW_THERMAL):
+    if mask & HW_FAULT:
         return _check("throttle_load", h.index, Status.FAIL, value, "no HW throttling", None,
                       s, "hardware throttling under load")
     if mask & SW_THERMAL:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.doctor import checks, perf, probes
@@ -69,26 +70,56 @@ def parse_gpu_list(text: str) -> tuple[int, ...]:
 
 def run_doctor(options: Options, *, on_check: OnCheck | None = None,
                on_stage: OnStage | None = None,
-               cancel: threading.Event | None = None) -> Report:
+               cancel: threading.Event | None = None,
+               sysfs: Path = Path("/sys"), procfs: Path = Path("/proc")) -> Report:
+    """NVIDIA GPUs (NVML) first, then AMD ones (amdgpu's files under `sysfs`/`procfs`),
+    numbered as every gputui view numbers them."""
     from gputui.telemetry import nvml  # late: importing the doctor must not load pynvml
+    from gputui.telemetry.sampler import open_amd
     cancel = cancel or threading.Event()
-    source = nvml.NvmlSource(process_every=1_000_000, slow_every=1_000_000)
+    source: nvml.NvmlSource | None = nvml.NvmlSource(process_every=1_000_000,
+                                                      slow_every=1_000_000)
+    why_not = ""
     try:
-        source.open()
+        source.open()  # type: ignore[union-attr]
     except nvml.NvmlUnavailable as exc:
-        raise DoctorUnavailable(f"doctor needs NVML: {exc}") from None
+        source, why_not = None, str(exc)
+    amd = open_amd(sysfs, procfs, 1_000_000, 1_000_000)
+    if source is None and amd is None:
+        raise DoctorUnavailable(f"doctor needs NVML or an AMD GPU: {why_not}")
+    base = source.count if source is not None else 0
     try:
-        gpus = _select(options.gpus, source.count)
-        idents = tuple(GpuIdent(d.index, d.name, d.uuid) for d in source.devices
-                       if d.index in gpus)
-        run = _Run(source, gpus, options, on_check, on_stage, cancel)
-        checks_done = run.all()
-        return Report(checks=tuple(checks_done), gpus=idents,
-                      driver_version=source.system.driver_version,
-                      cuda_driver_version=source.system.cuda_driver_version,
+        gpus = _select(options.gpus, base + (amd.count if amd is not None else 0))
+        done: list[Check] = []
+
+        def emit(check: Check) -> None:
+            done.append(check)
+            if on_check is not None:
+                on_check(check)
+
+        idents: list[GpuIdent] = []
+        if source is not None:
+            mine = [g for g in gpus if g < base]
+            idents += [GpuIdent(d.index, d.name, d.uuid) for d in source.devices
+                       if d.index in mine]
+            _Run(source, mine, options, emit, on_stage, cancel).all()
+        theirs = [g for g in gpus if g >= base]
+        if amd is not None and theirs and not cancel.is_set():
+            from gputui.doctor.amd import amd_checks
+
+            amd_checks(amd, theirs, base, cancel, emit)
+            idents += [GpuIdent(base + d.index, d.name, d.uuid) for d in amd.devices
+                       if base + d.index in theirs]
+        system = source.system if source is not None else amd.system  # type: ignore[union-attr]
+        return Report(checks=tuple(done), gpus=tuple(idents),
+                      driver_version=system.driver_version,
+                      cuda_driver_version=system.cuda_driver_version,
                       interrupted=cancel.is_set())
     finally:
-        source.close()
+        if source is not None:
+            source.close()
+        if amd is not None:
+            amd.close()
 
 
 def _select(wanted: tuple[int, ...] | None, count: int) -> tuple[int, ...]:

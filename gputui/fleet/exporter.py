@@ -4,9 +4,13 @@ A scrape never calls NVML: a running Sampler reads the GPUs on its own thread at
 fixed interval, and the collector only formats the latest immutable Snapshot plus
 counters accumulated from the ticks. Existing Grafana dashboards written for NVIDIA's
 dcgm-exporter work unchanged because the names, units and labels (`gpu`, `UUID`,
-`device`, `modelName`, `hostname`, `pci_bus_id`) match (`metric_names`). A GPU whose
-reader did not answer in time (stale) or a sampler that stopped ticking is never
-served as current: its DCGM values are left out and `gputui_gpu_stale` says so.
+`device`, `modelName`, `hostname`, `pci_bus_id`) match (`metric_names`); a GPU whose
+processes all run in one Kubernetes pod gets dcgm-exporter's `pod`, `namespace` and
+`container` labels too. Each GPU process has its own series (power and energy as
+gputui.telemetry.energy shares them out, GPU memory) with those labels, and each
+training job its energy per GPU. A GPU whose reader did not answer in time (stale) or a
+sampler that stopped ticking is never served as current: its DCGM values are left out
+and `gputui_gpu_stale` says so.
 Serving is `metrics_server`; the --listen address is `listen`.
 """
 
@@ -21,12 +25,22 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gputui.fleet import metric_names as mn
+from gputui.fleet.amd_metrics import amd_metrics
 from gputui.telemetry.mig import MigDevice
 from gputui.telemetry.model import GpuSample, Snapshot
-from gputui.telemetry.throttle import REASONS, THROTTLE_MASK, is_throttling
+from gputui.telemetry.process_groups import GpuOwner, gpu_owners
+from gputui.telemetry.throttle import AMD_MASK, AMD_ONLY_MASK, REASONS, THROTTLE_MASK, is_throttling
 
 GPU_LABELS = mn.GPU_LABELS
 THROTTLING_REASONS = tuple(r for r in REASONS if r.throttling)
+
+
+def vendor_reasons(vendor: str) -> tuple[str, ...]:
+    """The throttle reasons a GPU of `vendor` can give: a time series for each (at 0
+    until it happens), none for a reason it never can."""
+    if vendor == "amd":
+        return tuple(r.key for r in THROTTLING_REASONS if r.bit & AMD_MASK)
+    return tuple(r.key for r in THROTTLING_REASONS if not r.bit & AMD_ONLY_MASK)
 
 
 # --- the collector ---------------------------------------------------------------------
@@ -139,8 +153,9 @@ def mig_labels(g: GpuSample, m: MigDevice, hostname: str,
 
 
 def gpu_labels(g: GpuSample, hostname: str, driver_version: str | None = None) -> list[str]:
-    return [str(g.index), g.info.uuid, f"nvidia{g.index}", g.info.name, hostname,
-            g.info.pci_bus_id, driver_version or ""]
+    amd = g.info.vendor == "amd"
+    return [str(g.index), g.info.uuid, f"{g.info.vendor}{g.index}", g.info.name, hostname,
+            g.info.pci_bus_id, "" if amd else driver_version or ""]
 
 
 @dataclass
@@ -149,6 +164,7 @@ class _GpuCounters:
     episodes: int = 0
     throttling: bool = False
     seconds: dict[str, float] | None = None
+    nvidia: bool = True
     last_xid: int = 0  # DCGM's "value of the last XID error", 0 before any
     xids: dict[int, int] = field(default_factory=dict)  # XID number → events
 
@@ -181,7 +197,8 @@ class ThrottleAccounting:
                 if c is None:
                     c = self._gpus[key] = _GpuCounters(
                         gpu_labels(g, host, snap.system.driver_version),
-                        seconds={r.key: 0.0 for r in THROTTLING_REASONS})
+                        seconds=dict.fromkeys(vendor_reasons(g.info.vendor), 0.0),
+                        nvidia=g.info.vendor == "nvidia")
                 if g.stale:
                     continue
                 throttling = not g.lost and is_throttling(g.throttle_mask)
@@ -191,7 +208,7 @@ class ThrottleAccounting:
                 if throttling:
                     assert c.seconds is not None
                     for r in THROTTLING_REASONS:
-                        if (g.throttle_mask or 0) & THROTTLE_MASK & r.bit:
+                        if (g.throttle_mask or 0) & THROTTLE_MASK & r.bit and r.key in c.seconds:
                             c.seconds[r.key] += dt
             by_index = {g.index: (g.index, g.info.uuid) for g in snap.gpus}
             for e in snap.events:
@@ -201,8 +218,10 @@ class ThrottleAccounting:
                     c.xids[e.xid] = c.xids.get(e.xid, 0) + 1
 
     def xid_rows(self) -> list[tuple[list[str], int, dict[int, int]]]:
+        """NVIDIA GPUs' XIDs (an AMD GPU has none)."""
         with self._lock:
-            return [(list(c.labels), c.last_xid, dict(c.xids)) for c in self._gpus.values()]
+            return [(list(c.labels), c.last_xid, dict(c.xids)) for c in self._gpus.values()
+                    if c.nvidia]
 
     def rows(self) -> list[tuple[list[str], int, dict[str, float]]]:
         with self._lock:
@@ -251,6 +270,7 @@ class SnapshotCollector(Collector):
         yield from self._throttle_metrics()
         if fresh:
             yield from job_metrics(snap)
+            yield from process_metrics(snap, host, self._host_label)
 
     def _host_metrics(self, snap: Snapshot, host: str) -> Iterator[Metric]:
         h = snap.host
@@ -281,9 +301,12 @@ class SnapshotCollector(Collector):
             is_stale = not g.lost and (g.stale or not fresh)
             stale.add_metric(labels, 1.0 if is_stale else 0.0)
             # A lost GPU has no readings (gputui_gpu_lost says why); a stale one has only
-            # old ones (gputui_gpu_stale says so).
+            # old ones (gputui_gpu_stale says so). AMD GPUs are served under AMD's names.
             if not g.lost and not is_stale:
                 current.append(g)
+        yield from amd_metrics(snap.gpus, {g.index for g in current}, host, self._host_label)
+        current = [g for g in current if g.info.vendor == "nvidia"]
+        owners = gpu_owners(snap.processes)
         for spec in DCGM_VALUES:
             f = spec.field
             fam = Metric(f.name, f.help, f.type)
@@ -292,6 +315,7 @@ class SnapshotCollector(Collector):
                 if value is None:
                     continue  # not available on this device: absent, never 0
                 labels = dict(zip(self._labels, gpu_labels(g, host, driver), strict=True))
+                labels.update(pod_labels(owners.get(g.index)))
                 fam.add_sample(f.name, labels, value)
             mig_get = MIG_VALUES.get(f.name)
             if mig_get is not None:
@@ -340,6 +364,45 @@ class SnapshotCollector(Collector):
         yield events
 
 
+def pod_labels(owner: GpuOwner | None) -> dict[str, str]:
+    """dcgm-exporter's pod, namespace and container labels of a GPU one pod has to
+    itself (none otherwise, as dcgm-exporter leaves them off)."""
+    if owner is None:
+        return {}
+    return {"pod": owner.pod, "namespace": owner.namespace,
+            **({"container": owner.container} if owner.container else {})}
+
+
+def process_metrics(snap: Snapshot, host: str,
+                    host_label: str = mn.HOSTNAME_LABEL) -> Iterator[Metric]:
+    """Each GPU process's power, energy and GPU memory: labelled with its GPU, pid and
+    user, and its pod, namespace and container ("" where it runs in none). How its energy
+    was shared out is not a label: it changes as processes come and go, and a counter's
+    labels must not."""
+    uuids = {g.index: g.info.uuid for g in snap.gpus}
+    names = [*mn.PROCESS_LABELS, *mn.POD_LABELS, host_label]
+    power = GaugeMetricFamily(
+        mn.PROCESS_POWER_WATTS, "A GPU process's share of its GPU's power over the last "
+        "tick (W; an estimate where it shares the GPU).", labels=names)
+    energy = CounterMetricFamily(
+        mn.PROCESS_ENERGY_JOULES, "A GPU process's share of its GPU's energy since gputui "
+        "first saw it (J).", labels=names)
+    memory = GaugeMetricFamily(mn.PROCESS_GPU_MEMORY_BYTES,
+                               "GPU memory a process holds (bytes).", labels=names)
+    for p in snap.processes:
+        labels = [str(p.gpu_index), uuids.get(p.gpu_index, ""), str(p.pid), p.user or "",
+                  p.pod or "", p.namespace or "", p.container or "", host]
+        if p.power_w is not None:
+            power.add_metric(labels, p.power_w)
+        if p.energy_j is not None:
+            energy.add_metric(labels, p.energy_j)
+        if p.gpu_mem_bytes is not None:
+            memory.add_metric(labels, float(p.gpu_mem_bytes))
+    for fam in (power, energy, memory):
+        if fam.samples:
+            yield fam
+
+
 def job_metrics(snap: Snapshot) -> Iterator[Metric]:
     """Each training job's rates (gputui.track), one series per GPU it runs on (gpu=""
     when none is known): a dashboard sums a job's series per GPU or picks one."""
@@ -359,3 +422,12 @@ def job_metrics(snap: Snapshot) -> Iterator[Metric]:
                                float(value))
         if fam.samples:
             yield fam
+    energy = CounterMetricFamily(
+        mn.JOB_ENERGY_JOULES, "A training job's energy on each GPU it runs on since gputui "
+        "first saw it (J; gputui.track jobs; an estimate where a GPU was shared).",
+        labels=list(mn.JOB_LABELS))
+    for j in snap.jobs:
+        for gpu, joules in j.energy_by_gpu:
+            energy.add_metric([str(j.pid), j.name, str(gpu)], joules)
+    if energy.samples:
+        yield energy

@@ -103,7 +103,12 @@ class Page:
         self._deadline.check()  # a shutdown by the watchdog looks like an early end of the page
 
 
-def _connect(url: str, deadline: Deadline) -> http.client.HTTPConnection:
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+def _connect(url: str, deadline: Deadline, auth: str | None) -> http.client.HTTPConnection:
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
     timeout = max(0.001, deadline.left())
@@ -115,24 +120,28 @@ def _connect(url: str, deadline: Deadline) -> http.client.HTTPConnection:
         conn = http.client.HTTPConnection(host, parts.port, timeout=timeout)
     deadline.watch(conn)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    conn.request("GET", path, headers={
-        "User-Agent": USER_AGENT, "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
-        "Connection": "close"})
+    headers = {"User-Agent": USER_AGENT, "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+               "Connection": "close"}
+    if auth is not None:
+        headers["Authorization"] = auth
+    conn.request("GET", path, headers=headers)
     return conn
 
 
 @contextlib.contextmanager
-def open_page(url: str, deadline: Deadline) -> Iterator[Page]:
+def open_page(url: str, deadline: Deadline, auth: str | None = None) -> Iterator[Page]:
     """GET `url`, following up to MAX_REDIRECTS redirects; ScrapeError unless it answers 200.
 
-    The whole exchange ends by `deadline`, except for a host name lookup, which no socket
-    option can bound (the poller never waits for that longer than the timeout either).
+    `auth`: the Authorization header's value, sent to `url`'s scheme, host and port only
+    (a redirect elsewhere goes without it). The whole exchange ends by `deadline`, except
+    for a host name lookup, which no socket option can bound (the poller never waits for
+    that longer than the timeout either).
     """
     for _ in range(MAX_REDIRECTS + 1):
         conn: http.client.HTTPConnection | None = None
         try:
             try:
-                conn = _connect(url, deadline)
+                conn = _connect(url, deadline, auth)
                 deadline.check()
                 resp = conn.getresponse()
             except ScrapeError:
@@ -143,10 +152,18 @@ def open_page(url: str, deadline: Deadline) -> Iterator[Page]:
                 raise http_error(exc, deadline.seconds) from None
             location = resp.headers.get("Location")
             if resp.status in (301, 302, 303, 307, 308) and location:
-                url = urllib.parse.urljoin(url, location)
-                if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-                    raise ScrapeError(f"redirected to a non-HTTP URL: {url}", down=False)
+                target = urllib.parse.urljoin(url, location)
+                if urllib.parse.urlsplit(target).scheme not in ("http", "https"):
+                    raise ScrapeError(f"redirected to a non-HTTP URL: {target}", down=False)
+                if _origin(target) != _origin(url):
+                    auth = None  # the password is for the host it was given for
+                url = target
                 continue
+            if resp.status == 401:
+                raise ScrapeError("HTTP 401 Unauthorized: " + (
+                    "wrong user or password" if auth else
+                    "it wants a user and password (https://USER:PASSWORD@HOST:PORT or "
+                    "~/.netrc)"), down=False)
             if resp.status != 200:
                 raise ScrapeError(f"HTTP {resp.status} {resp.reason}".rstrip(), down=False)
             yield Page(url, resp.headers.get_content_charset(), resp, deadline)
@@ -157,14 +174,14 @@ def open_page(url: str, deadline: Deadline) -> Iterator[Page]:
     raise ScrapeError(f"more than {MAX_REDIRECTS} redirects", down=False)
 
 
-def fetch_text(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> str:
+def fetch_text(url: str, timeout: float = DEFAULT_TIMEOUT_S, auth: str | None = None) -> str:
     """GET `url` and return its whole body as text; ScrapeError (down or not) for anything else.
 
     For small answers (Prometheus' API); metrics pages are parsed as they stream in.
     """
     deadline = Deadline(timeout)
     try:
-        with open_page(url, deadline) as page:
+        with open_page(url, deadline, auth) as page:
             body = b"".join(page.chunks())
             try:
                 return body.decode(page.charset or "utf-8", errors="replace")

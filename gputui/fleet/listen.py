@@ -26,14 +26,17 @@ class ListenAddress:
     def family(self) -> socket.AddressFamily:
         return socket.AF_INET6 if ":" in self.host else socket.AF_INET
 
-    def url(self, port: int | None = None) -> str:
+    def url(self, port: int | None = None, *, tls: bool = False) -> str:
+        return f"{'https' if tls else 'http'}://{self._hostport(port)}/metrics"
+
+    def _hostport(self, port: int | None = None) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port if port is None else port}/metrics"
+        return f"{host}:{self.port if port is None else port}"
 
     @property
     def where(self) -> str:
         """host:port as the user would write it ([v6]:port)."""
-        return self.url().removeprefix("http://").removesuffix("/metrics")
+        return self._hostport()
 
 
 def parse_listen(text: str) -> ListenAddress:

@@ -186,6 +186,48 @@ NVML_ERROR_INFO = "gputui_nvml_error_info"
 GPU_LOST = "gputui_gpu_lost"
 GPU_STALE = "gputui_gpu_stale"
 
+# AMD GPUs, under the names and units of AMD's Device Metrics Exporter (docs/configuration/
+# metricslist.md of ROCm/device-metrics-exporter), so its Grafana dashboards work: lower
+# case, VRAM in MB (amd-smi's MiB), energy in µJ, PCIe speed in GT/s, clocks in one
+# `gpu_clock` family with a `clock_type` label. Its labels (gpu_id: the GPU's place among
+# the AMD GPUs; serial_number; card_model; hostname) and gputui's `gpu` and `pci_bus_id`.
+MB_UNIT = Unit("MB", lambda b: b // MIB, lambda mb: mb * MIB)
+MICROJOULE = Unit("uJ", lambda j: round(j * 1e6), lambda uj: uj / 1e6)
+AMD_GFX_ACTIVITY = DcgmField("gpu_gfx_activity", "gauge",
+                             "Graphics engine usage percentage (0 - 100).", PERCENT)
+AMD_UMC_ACTIVITY = DcgmField("gpu_umc_activity", "gauge",
+                             "Memory engine usage percentage (0 - 100).", PERCENT)
+AMD_USED_VRAM = DcgmField("gpu_used_vram", "gauge", "Total VRAM memory used in MB.", MB_UNIT)
+AMD_TOTAL_VRAM = DcgmField("gpu_total_vram", "gauge", "Total VRAM available in MB.", MB_UNIT)
+AMD_FREE_VRAM = DcgmField("gpu_free_vram", "gauge", "Total VRAM memory free in MB.", MB_UNIT)
+AMD_PACKAGE_POWER = DcgmField("gpu_package_power", "gauge", "Current socket power in Watts.",
+                              WATT)
+AMD_POWER_USAGE = DcgmField("gpu_power_usage", "gauge", "GPU power usage in Watts.", WATT)
+AMD_ENERGY = DcgmField("gpu_energy_consumed", "gauge",
+                       "Accumulated energy consumed by the GPU in Micro Jules (uJ).",
+                       MICROJOULE)
+AMD_JUNCTION_TEMP = DcgmField("gpu_junction_temperature", "gauge",
+                              "Hotspot (aka junction) temperature value in Celsius.", CELSIUS)
+AMD_EDGE_TEMP = DcgmField("gpu_edge_temperature", "gauge", "Edge temperature value in Celsius.",
+                          CELSIUS)
+AMD_MEMORY_TEMP = DcgmField("gpu_memory_temperature", "gauge",
+                            "Memory temperature value in Celsius.", CELSIUS)
+AMD_ECC_UNCORRECT = DcgmField("gpu_ecc_uncorrect_total", "gauge",
+                              "Total Uncorrectable ECC error count.", COUNT)
+AMD_CLOCK = "gpu_clock"  # MHz; clock_type "system" (gfx) or "memory"
+AMD_CLOCK_TYPES = (("system", "clock_sm_mhz"), ("memory", "clock_mem_mhz"))
+AMD_PCIE_SPEED = "pcie_speed"  # GT/s
+AMD_PCIE_MAX_SPEED = "pcie_max_speed"
+AMD_NODES_TOTAL = "gpu_nodes_total"
+AMD_LABELS = ("gpu_id", "serial_number", "card_model", HOSTNAME_LABEL, "gpu", "UUID",
+              "pci_bus_id")
+# An AMD GPU's throttle reasons as gputui's bitmask (gputui.telemetry.throttle): what
+# DCGM_FI_DEV_CLOCK_THROTTLE_REASONS is for an NVIDIA GPU, which AMD's exporter has no
+# name for.
+AMD_THROTTLE_MASK = "gputui_clock_event_reasons"
+# GT/s per lane of each PCIe generation (AMD's exporter reports the speed, not the gen).
+PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+
 HOST_CPU_PERCENT = "gputui_host_cpu_percent"
 HOST_MEMORY_USED_BYTES = "gputui_host_memory_used_bytes"
 HOST_MEMORY_TOTAL_BYTES = "gputui_host_memory_total_bytes"
@@ -195,3 +237,14 @@ THROTTLE_SECONDS = "gputui_throttle_seconds"  # a counter: served as ..._total
 JOB_SAMPLES_PER_SECOND = "gputui_job_samples_per_second"
 JOB_TOKENS_PER_SECOND = "gputui_job_tokens_per_second"
 JOB_LABELS = ("pid", "job", "gpu")
+# A job's energy on each GPU it ran on (gputui.telemetry.energy): a counter, served as
+# ..._total.
+JOB_ENERGY_JOULES = "gputui_job_energy_joules"
+# Each GPU process's share of its GPU's power and energy, and its GPU memory.
+PROCESS_POWER_WATTS = "gputui_process_power_watts"
+PROCESS_ENERGY_JOULES = "gputui_process_energy_joules"  # a counter: served as ..._total
+PROCESS_GPU_MEMORY_BYTES = "gputui_process_gpu_memory_bytes"
+# dcgm-exporter's Kubernetes labels: on a GPU's series where every process on it is in
+# one pod, and on each process's series (empty where it is in none).
+POD_LABELS = ("pod", "namespace", "container")
+PROCESS_LABELS = ("gpu", "UUID", "pid", "user")

@@ -32,9 +32,10 @@ def prometheus_query_url(base: str, query: str) -> str:
     return base.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
 
 
-def query_prometheus(base: str, query: str, timeout: float = DEFAULT_TIMEOUT_S) -> list[Series]:
+def query_prometheus(base: str, query: str, timeout: float = DEFAULT_TIMEOUT_S,
+                     auth: str | None = None) -> list[Series]:
     """The series of an instant query; ScrapeError when the server fails."""
-    text = fetch_text(prometheus_query_url(base, query), timeout)
+    text = fetch_text(prometheus_query_url(base, query), timeout, auth)
     try:
         doc = json.loads(text)
     except ValueError:
@@ -71,10 +72,10 @@ def unreachable(last_error: str) -> bool:
     return any(w.lower() in low for w in _UNREACHABLE)
 
 
-def prometheus_target_errors(base: str, timeout: float = DEFAULT_TIMEOUT_S
-                             ) -> dict[tuple[str, str], str]:
+def prometheus_target_errors(base: str, timeout: float = DEFAULT_TIMEOUT_S,
+                             auth: str | None = None) -> dict[tuple[str, str], str]:
     """{(instance, job): lastError} for the active targets whose last scrape failed."""
-    text = fetch_text(base.rstrip("/") + "/api/v1/targets?state=active", timeout)
+    text = fetch_text(base.rstrip("/") + "/api/v1/targets?state=active", timeout, auth)
     try:
         doc = json.loads(text)
         targets = doc["data"]["activeTargets"]
@@ -105,8 +106,9 @@ class PrometheusPoller:
     """
 
     def __init__(self, url: str, *, interval: float = 2.0, timeout: float = DEFAULT_TIMEOUT_S,
-                 hot_temp_c: float = HOT_TEMP_C) -> None:
+                 hot_temp_c: float = HOT_TEMP_C, auth: str | None = None) -> None:
         self.url = url
+        self._auth = auth  # basic auth's Authorization value, or None
         self.interval = interval
         self.timeout = timeout
         self.hot_temp_c = hot_temp_c
@@ -162,8 +164,8 @@ class PrometheusPoller:
             return remaining
 
         try:
-            series = query_prometheus(self.url, GPU_SERIES_QUERY, left())
-            up = query_prometheus(self.url, "up", left())
+            series = query_prometheus(self.url, GPU_SERIES_QUERY, left(), self._auth)
+            up = query_prometheus(self.url, "up", left(), self._auth)
         except ScrapeError as exc:
             return FleetSnapshot(time=now, source=self.url, hot_temp_c=self.hot_temp_c,
                                  error=f"Prometheus at {self.url}: {exc}")
@@ -186,7 +188,7 @@ class PrometheusPoller:
         reasons: dict[tuple[str, str], str] = {}
         if failing:
             try:
-                reasons = prometheus_target_errors(self.url, left())
+                reasons = prometheus_target_errors(self.url, left(), self._auth)
             except ScrapeError:
                 pass  # the generic reason below will do
         for f in failing:

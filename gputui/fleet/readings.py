@@ -18,11 +18,19 @@ from gputui.fleet.page import Series
 GPU_FIELDS = (mn.GPU_UTIL, mn.FB_USED, mn.FB_FREE, mn.FB_TOTAL, mn.FB_RESERVED, mn.POWER_USAGE,
               mn.GPU_TEMP, mn.SLOWDOWN_TEMP, mn.SM_CLOCK, mn.CLOCK_THROTTLE_REASONS,
               mn.CLOCKS_EVENT_REASONS, mn.PROF_SM_ACTIVE, mn.PROF_PIPE_TENSOR_ACTIVE)
-GPU_SERIES = (*(f.name for f in GPU_FIELDS), mn.GPU_LOST, mn.GPU_STALE)
+# AMD GPUs: gputui's and AMD's Device Metrics Exporter's names for the same readings.
+AMD_FIELDS = (mn.AMD_GFX_ACTIVITY, mn.AMD_USED_VRAM, mn.AMD_TOTAL_VRAM, mn.AMD_PACKAGE_POWER,
+              mn.AMD_POWER_USAGE, mn.AMD_JUNCTION_TEMP, mn.AMD_EDGE_TEMP)
+GPU_SERIES = (*(f.name for f in GPU_FIELDS), *(f.name for f in AMD_FIELDS), mn.AMD_CLOCK,
+              mn.AMD_THROTTLE_MASK, mn.GPU_LOST, mn.GPU_STALE)
 HOST_SERIES = (mn.UP, mn.NVML_ERROR_INFO, mn.HOST_CPU_PERCENT, mn.HOST_MEMORY_USED_BYTES,
                mn.HOST_MEMORY_TOTAL_BYTES)
 WANTED = frozenset(GPU_SERIES + HOST_SERIES)
 _MIG_SUMS = frozenset({mn.FB_USED.name, mn.FB_FREE.name, mn.FB_TOTAL.name})
+
+
+# AMD's clocks are one family; its gfx clock is the sample with clock_type="system".
+_SYSTEM_CLOCK = f"{mn.AMD_CLOCK}:system"
 
 
 def num(v: float | None) -> float | None:
@@ -33,6 +41,11 @@ def num(v: float | None) -> float | None:
 def _field(values: dict[str, float], f: mn.DcgmField) -> float | None:
     v = num(values.get(f.name))
     return None if v is None else f.unit.from_dcgm(v)
+
+
+def _first(values: dict[str, float], *fields: mn.DcgmField) -> float | None:
+    """The first of `fields` the page has (an NVIDIA GPU's DCGM name, an AMD GPU's)."""
+    return next((v for f in fields if (v := _field(values, f)) is not None), None)
 
 
 # NVML's clocks-event reasons use bits 0x1..0x100 today, plus 0x8000000000000000 for
@@ -70,22 +83,25 @@ class _GpuSeries:
 
     def reading(self, gpu: str, uuid: str) -> FleetGpu:
         v = {**self.mig_sums, **self.values}
-        used, free = _field(v, mn.FB_USED), _field(v, mn.FB_FREE)
-        total = _field(v, mn.FB_TOTAL)
+        used = _first(v, mn.FB_USED, mn.AMD_USED_VRAM)
+        free = _field(v, mn.FB_FREE)
+        total = _first(v, mn.FB_TOTAL, mn.AMD_TOTAL_VRAM)
         if total is None and used is not None and free is not None:
             total = used + free + (_field(v, mn.FB_RESERVED) or 0)
-        mask = v.get(mn.CLOCK_THROTTLE_REASONS.name, v.get(mn.CLOCKS_EVENT_REASONS.name))
+        mask = v.get(mn.CLOCK_THROTTLE_REASONS.name, v.get(
+            mn.CLOCKS_EVENT_REASONS.name, v.get(mn.AMD_THROTTLE_MASK)))
+        clock = _field(v, mn.SM_CLOCK)
         return FleetGpu(
             gpu=gpu, uuid=uuid, model=self.model,
-            util_pct=_field(v, mn.GPU_UTIL),
+            util_pct=_first(v, mn.GPU_UTIL, mn.AMD_GFX_ACTIVITY),
             sm_active_pct=_field(v, mn.PROF_SM_ACTIVE),
             tensor_active_pct=_field(v, mn.PROF_PIPE_TENSOR_ACTIVE),
             mem_used_bytes=None if used is None else int(used),
             mem_total_bytes=None if total is None else int(total),
-            power_w=_field(v, mn.POWER_USAGE),
-            temp_c=_field(v, mn.GPU_TEMP),
+            power_w=_first(v, mn.POWER_USAGE, mn.AMD_PACKAGE_POWER, mn.AMD_POWER_USAGE),
+            temp_c=_first(v, mn.GPU_TEMP, mn.AMD_JUNCTION_TEMP, mn.AMD_EDGE_TEMP),
             slowdown_temp_c=_field(v, mn.SLOWDOWN_TEMP),
-            clock_sm_mhz=_field(v, mn.SM_CLOCK),
+            clock_sm_mhz=clock if clock is not None else num(v.get(_SYSTEM_CLOCK)),
             throttle_mask=throttle_mask(mask),
             lost=bool(num(v.get(mn.GPU_LOST))),
             stale=bool(num(v.get(mn.GPU_STALE))),
@@ -103,7 +119,7 @@ def reading_from_series(series: Iterable[Series]) -> HostReading:
         if s.name.startswith("gputui_"):
             exporter = "gputui"
         elif exporter is None:
-            exporter = "dcgm-exporter"
+            exporter = "dcgm-exporter" if s.name.startswith("DCGM_") else "amd-metrics-exporter"
         hostname = hostname or s.labels.get(mn.HOSTNAME_LABEL) or s.labels.get(
             mn.LEGACY_HOSTNAME_LABEL)
         if s.name == mn.NVML_ERROR_INFO:
@@ -111,14 +127,22 @@ def reading_from_series(series: Iterable[Series]) -> HostReading:
         elif s.name in HOST_SERIES:
             host[s.name] = s.value
         else:
-            key = (s.labels.get("gpu", ""), s.labels.get("UUID", ""))
+            # gputui labels every GPU series with gpu and UUID; AMD's own exporter names
+            # its GPUs by gpu_id and serial_number, and their model card_model.
+            labels = s.labels
+            key = (labels.get("gpu", labels.get("gpu_id", "")),
+                   labels.get("UUID", labels.get("serial_number", "")))
             g = per_gpu.get(key)
             if g is None:
-                g = per_gpu[key] = _GpuSeries(s.labels.get("modelName", ""))
-            if mn.MIG_INSTANCE_LABEL in s.labels:
-                g.add_mig(s.name, s.value)
+                g = per_gpu[key] = _GpuSeries(labels.get("modelName", labels.get(
+                    "card_model", "")))
+            name = s.name
+            if name == mn.AMD_CLOCK:
+                name = f"{name}:{labels.get('clock_type', '')}"
+            if mn.MIG_INSTANCE_LABEL in labels:
+                g.add_mig(name, s.value)
             else:
-                g.add(s.name, s.value)
+                g.add(name, s.value)
     gpus = sorted((g.reading(gpu, uuid) for (gpu, uuid), g in per_gpu.items()),
                   key=lambda x: x.sort_key)
     mem_used = num(host.get(mn.HOST_MEMORY_USED_BYTES))

@@ -35,7 +35,7 @@ def scrape(target: Target, timeout: float = DEFAULT_TIMEOUT_S, *,
            max_series: int = MAX_SERIES) -> HostReading:
     deadline = Deadline(timeout)
     try:
-        with open_page(target.url, deadline) as page:
+        with open_page(target.url, deadline, target.auth) as page:
             parser = PageParser(WANTED, deadline=deadline, max_series=max_series)
             text = decoder(page.charset)
             for chunk in page.chunks():

@@ -1,5 +1,6 @@
-"""The --notify-* flags of `gputui`, `gputui watch` and `gputui export`, merged over
-config.toml's [notify] table (flags win), and the Notifier they make."""
+"""The --notify-* flags of `gputui`, `gputui watch` and `gputui export`, and the Notifier
+their settings make. Merging them over GPUTUI_NOTIFY_WEBHOOK and config.toml's [notify]
+table is the commands' (gputui.commands.config_args): notify/ never reads config.toml."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gputui.notify.settings import KNOWN_KINDS, NotifySettings, check_webhook_url
+from gputui.notify.settings import (
+    KNOWN_KINDS,
+    WEBHOOK_ENV,
+    NotifySettings,
+    check_webhook_url,
+    min_duration_problem,
+)
 
 if TYPE_CHECKING:
     from gputui.notify.notifier import Notifier
-
-DEFAULT_INTERVAL_S = 1.0
-
 
 def webhook_url(text: str) -> str:
     why = check_webhook_url(text)
@@ -37,18 +41,24 @@ def seconds_or_zero(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
+    why = min_duration_problem(value)
+    if why:
+        raise argparse.ArgumentTypeError(f"{why}: {text!r}")
     return value
 
 
 def add_notify_arguments(parser: argparse.ArgumentParser, *, terminal: bool = False) -> None:
     g = parser.add_argument_group(
         "notifications", "alerts sent as JSON events when they start and end (also set in "
-        "config.toml's [notify] table; flags win)")
+        f"config.toml's [notify] table, webhooks in {WEBHOOK_ENV} too; flags win)")
+    g.add_argument("--notify-webhook-file", action="append", metavar="PATH",
+                   help="POST each event's JSON to the URLs in PATH, one per line (a file "
+                   "only you can read: chmod 600); repeatable; Slack and Mattermost incoming "
+                   f"webhooks show its text. Or set {WEBHOOK_ENV}='URL ...'")
     g.add_argument("--notify-webhook", action="append", type=webhook_url, metavar="URL",
-                   help="POST each event's JSON to URL (repeatable; Slack and Mattermost "
-                   "incoming webhooks show its text)")
+                   help="the same for one URL given here (repeatable); every local user can "
+                   "read a command line, so prefer the file or the environment for a URL "
+                   "that holds a secret")
     g.add_argument("--notify-command", metavar="CMD",
                    help="run CMD through the shell for each event: JSON on standard input, "
                    "GPUTUI_EVENT, GPUTUI_KIND, GPUTUI_GPU, GPUTUI_HOST, GPUTUI_TEXT set")
@@ -62,34 +72,6 @@ def add_notify_arguments(parser: argparse.ArgumentParser, *, terminal: bool = Fa
                    help=f"comma-separated kinds to send (default all: {','.join(KNOWN_KINDS)})")
 
 
-def apply_config(args: argparse.Namespace, *, monitor: bool = False) -> NotifySettings:
-    """Fill in what the command line left unset from config.toml (raises UsageError for a
-    file that cannot be used); returns the notification settings. The terminal sink is
-    the monitor's (`monitor`): `watch` and `export` leave it off."""
-    import os
-
-    from gputui.config import load_config
-
-    cfg = load_config()
-    if getattr(args, "interval", DEFAULT_INTERVAL_S) is None:
-        args.interval = cfg.interval if cfg.interval is not None else DEFAULT_INTERVAL_S
-    if getattr(args, "theme", "") is None and not os.environ.get("GPUTUI_THEME"):
-        args.theme = cfg.theme
-    n = cfg.notify
-    webhooks = getattr(args, "notify_webhook", None)
-    command = getattr(args, "notify_command", None)
-    terminal = getattr(args, "notify_terminal", None)
-    min_duration = getattr(args, "notify_min_duration", None)
-    kinds = getattr(args, "notify_kinds", None)
-    return NotifySettings(
-        webhooks=tuple(webhooks) if webhooks is not None else n.webhooks,
-        command=command if command is not None else n.command,
-        # The terminal sink is the monitor's: a command without the flag ignores it.
-        terminal=(terminal if terminal is not None else n.terminal) if monitor else False,
-        min_duration_s=min_duration if min_duration is not None else n.min_duration_s,
-        kinds=kinds if kinds is not None else n.kinds)
-
-
 def stderr_line(line: str) -> None:
     print(f"gputui: {line}", file=sys.stderr, flush=True)
 
@@ -100,9 +82,11 @@ def make_notifier(settings: NotifySettings,
     None when nothing is to be notified."""
     if not settings.any_sink:
         return None
+    from gputui.notify.command import CommandSink
     from gputui.notify.events import EventTracker
     from gputui.notify.notifier import Notifier
-    from gputui.notify.sinks import CommandSink, Sink, WebhookSink
+    from gputui.notify.sinks import Sink
+    from gputui.notify.webhook import WebhookSink
 
     sinks: list[Sink] = [WebhookSink(url) for url in settings.webhooks]
     if settings.command:

@@ -19,7 +19,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Literal
 
-from gputui.telemetry.alerts import NO_VALUES, Alert, AlertValue, alert_key
+from gputui.telemetry.alert import NO_VALUES, Alert, AlertValue, alert_key
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.model import Snapshot, iso_utc
 from gputui.telemetry.units import fmt_duration

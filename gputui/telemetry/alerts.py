@@ -32,13 +32,13 @@ throttling, the reasons' keys, refreshed with the sentence; notifications send t
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import Literal
 
+from gputui.telemetry.alert import NO_VALUES, Alert, AlertKind, AlertValue, Severity, alert_key
+from gputui.telemetry.job_alerts import JobSlowdowns
 from gputui.telemetry.model import GpuSample, Snapshot
 from gputui.telemetry.throttle import (
     THROTTLE_MASK,
@@ -51,16 +51,6 @@ from gputui.telemetry.throttle import (
 )
 from gputui.telemetry.units import fmt_bytes, fmt_mhz
 
-# The figures behind an alert (temperature and limit, clocks, XID number ...), by name with
-# its unit, as a notification sends them. Plain values only: they go into JSON as they are.
-AlertValue = int | float | str | bool | None
-NO_VALUES: Mapping[str, AlertValue] = MappingProxyType({})
-
-AlertKind = Literal["throttle", "near_slowdown", "memory_full", "ecc", "lost", "stale",
-                    "gpm_busy", "mem_hot", "row_remap", "xid", "ecc_event",
-                    "clock_change", "job_slowdown"]
-Severity = Literal["warning", "error"]
-
 MEM_FULL_PCT = 95.0
 MEM_REARM_PCT = 93.0
 NEAR_SLOWDOWN_C = 5  # raise at temp ≥ slowdown − 5 °C
@@ -72,23 +62,6 @@ MAX_HISTORY = 500
 # Seconds without an answer before a GPU counts as hung: longer than one slow read, so
 # a device that is merely slow (a reading every other tick) does not flap.
 STALE_ALERT_S = 3.0
-
-
-@dataclass(frozen=True, slots=True)
-class Alert:
-    """One alert, active or cleared, in the words a person reads."""
-
-    key: str  # stable id, "<kind>:<gpu index>", e.g. "throttle:0"
-    gpu_index: int | None
-    kind: AlertKind
-    severity: Severity
-    message: str  # a sentence in words, starting with "GPU n: "
-    since: datetime  # when the condition started (snapshot wall time, UTC)
-    active: bool = True
-    until: datetime | None = None  # when it cleared; None while active
-    reasons: tuple[str, ...] = ()  # throttle: the reasons' keys (telemetry.throttle.REASONS)
-    # Refreshed with the message while the alert is active; not part of its identity.
-    values: Mapping[str, AlertValue] = field(default_factory=lambda: NO_VALUES, hash=False)
 
 
 def _values(**kw: AlertValue) -> Mapping[str, AlertValue]:
@@ -109,12 +82,6 @@ def toasts(raised: Sequence[Alert], active: Sequence[Alert]) -> list[Alert]:
                   if a.kind == "throttle" and a.active}
     return [a for a in raised
             if not (a.kind in SAME_EVENT_AS_THROTTLE and a.gpu_index in throttling)]
-
-
-@functools.cache
-def alert_key(kind: str, gpu_index: int | None) -> str:
-    # Cached: the rules ask for ~9 keys per GPU every tick, always the same few strings.
-    return f"{kind}:{'host' if gpu_index is None else gpu_index}"
 
 
 class AlertEngine:
@@ -141,11 +108,7 @@ class AlertEngine:
         self._clock_changes: dict[int, tuple[int, datetime]] = {}  # GPU → (count, last)
         self._history: list[Alert] = []  # every raise, oldest first (bounded)
         self.last_cleared: list[Alert] = []  # alerts that became inactive on the last update
-        # What a throttle cost the training jobs (job_slowdown); imported here because
-        # it builds this module's Alerts.
-        from gputui.telemetry.job_alerts import JobSlowdowns
-
-        self.jobs = JobSlowdowns()
+        self.jobs = JobSlowdowns()  # what a throttle cost the training jobs (job_slowdown)
 
     # --- queries -------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from gputui.telemetry.alerts import Alert
+from gputui.telemetry.alert import Alert
 from gputui.telemetry.job_alerts import JobState
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.throttle import ThrottleEpisode

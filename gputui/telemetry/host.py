@@ -1,4 +1,5 @@
-"""HostSource: CPU, memory, swap and load, and details of GPU processes (psutil)."""
+"""HostSource: CPU, memory, swap and load, and details of GPU processes (psutil), with
+the container and pod each runs in (gputui.telemetry.container)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -64,7 +66,13 @@ class CpuLoad:
 
 
 class HostSource:
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    """The host's CPU, memory and load, and what /proc knows of the GPU processes (psutil
+    reads them under psutil.PROCFS_PATH, which --path.procfs sets; `procfs` is the same
+    tree, for the files gputui reads itself; `rootfs` is where the node's own files are,
+    kubelet's and the container runtimes' among them)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic,
+                 procfs: Path = Path("/proc"), rootfs: Path = Path("/")) -> None:
         self._clock = clock  # monotonic seconds (tests pass a fake clock)
         self.hostname = socket.gethostname()
         # CPU % measures since the previous reading: prime it so the first real reading
@@ -72,24 +80,38 @@ class HostSource:
         self._cpu = CpuLoad()
         self._primed_at: float | None = clock()
         self._procs: dict[int, psutil.Process] = {}
-        self._facts: dict[int, _Facts] = {}  # pid → user, command, start, container
+        self._facts: dict[int, _Facts] = {}  # pid → user, command, start
         self._cpu_seen: dict[int, tuple[float, float]] = {}  # pid → (CPU s, when read)
         self._missing: dict[int, float] = {}  # pid → when it was last found missing
         self._swap: tuple[float, int, int] | None = None  # (read at, used, total)
-        self._containers = ContainerNames()
+        self._containers = ContainerNames(procfs, rootfs, clock=clock)
 
     def read(self) -> HostSample:
-        mem_used, mem_total = _memory()
+        # Each figure is read from /proc on its own: one that cannot be read this tick
+        # (too many open files, say) is None, and the tick goes on.
+        mem_used: int | None
+        mem_total: int | None
+        try:
+            mem_used, mem_total = _memory()
+        except OSError:
+            mem_used, mem_total = None, None
         now = self._clock()
         if self._swap is None or now - self._swap[0] >= SWAP_EVERY_S:
-            sw = psutil.swap_memory()
-            self._swap = (now, int(sw.used), int(sw.total))
-        _, swap_used, swap_total = self._swap
+            try:
+                sw = psutil.swap_memory()
+                self._swap = (now, int(sw.used), int(sw.total))
+            except OSError:
+                pass
+        swap_used, swap_total = self._swap[1:] if self._swap is not None else (None, None)
         try:
             load = tuple(round(x, 2) for x in psutil.getloadavg())
         except OSError:
             load = None
-        cpu, per_core = self._cpu.percent()
+        cpu: float | None
+        try:
+            cpu, per_core = self._cpu.percent()
+        except OSError:
+            cpu, per_core = None, ()
         if self._primed_at is not None:
             # Right after priming the delta covers a few ms and reads as a made-up 0 %.
             if now - self._primed_at < MIN_CPU_WINDOW_S:
@@ -109,10 +131,10 @@ class HostSource:
     def describe(self, procs: tuple[GpuProcess, ...]) -> tuple[GpuProcess, ...]:
         """Add user, command line, CPU % and RSS to NVML's pid list.
 
-        The user, command line, start time and container are read when a process is
-        first seen; afterwards only CPU times and RSS (one psutil oneshot). CPU % covers
-        the time since the previous description of that process: None at its first (no
-        window yet).
+        The user, command line, start time and cgroup are read when a process is first
+        seen; afterwards only CPU times and RSS (one psutil oneshot), and the container's
+        and pod's names until they are known (ContainerNames). CPU % covers the time since
+        the previous description of that process: None at its first (no window yet).
         """
         alive: dict[int, psutil.Process] = {}
         facts: dict[int, _Facts] = {}
@@ -128,7 +150,10 @@ class HostSource:
             if first is not None:
                 out.append(replace(p, user=first.user, command=first.command,
                                    cpu_pct=first.cpu_pct, rss_bytes=first.rss_bytes,
-                                   started=first.started, container=first.container))
+                                   started=first.started, container=first.container,
+                                   container_id=first.container_id, pod=first.pod,
+                                   namespace=first.namespace, pod_uid=first.pod_uid,
+                                   qos=first.qos))
                 continue
             proc = self._procs.get(p.pid) or alive.get(p.pid)
             if proc is None and p.pid in missing:
@@ -143,24 +168,27 @@ class HostSource:
                         cmd = proc.cmdline()
                         known = _Facts(_safe(proc.username),
                                        " ".join(cmd) if cmd else f"[{proc.name()}]",
-                                       proc.create_time(),
-                                       self._containers.get(p.pid, proc.create_time()))
+                                       proc.create_time())
                 cpu, rss = self._usage(p.pid, proc, now, cpu_seen)
                 out.append(GpuProcess(
                     gpu_index=p.gpu_index, pid=p.pid, gpu_mem_bytes=p.gpu_mem_bytes,
                     kind=p.kind, user=known.user, command=known.command, cpu_pct=cpu,
                     rss_bytes=rss, started=known.started, sm_util_pct=p.sm_util_pct,
                     mem_util_pct=p.mem_util_pct, enc_util_pct=p.enc_util_pct,
-                    dec_util_pct=p.dec_util_pct, container=known.container))
+                    dec_util_pct=p.dec_util_pct,
+                ).with_workload(self._containers.get(p.pid, known.started)))
                 alive[p.pid] = proc
                 facts[p.pid] = known
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
                 missing[p.pid] = now
                 out.append(p)
             except psutil.AccessDenied:
-                out.append(replace(p, user=_safe(proc.username) if proc else None))
+                out.append(replace(p, user=_safe(proc.username) if proc else None
+                                   ).with_workload(self._containers.get(p.pid, None)))
                 if proc is not None:
                     alive[p.pid] = proc
+            except OSError:  # /proc unreadable this tick (too many open files): NVML's facts
+                out.append(p)
             described[p.pid] = out[-1]
         self._procs = alive
         self._facts = facts
@@ -190,7 +218,6 @@ class _Facts:
     user: str | None
     command: str
     started: float
-    container: str | None
 
 
 def _safe(fn: object) -> str | None:

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from gputui.safe_text import printable
-from gputui.telemetry.alerts import Alert
+from gputui.telemetry.alert import Alert
 from gputui.telemetry.jobs import WINDOW_S
 from gputui.telemetry.model import GpuSample, JobReading, Snapshot
 from gputui.telemetry.throttle import (

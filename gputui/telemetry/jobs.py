@@ -1,20 +1,26 @@
 """JobSource: the training jobs that report with gputui.track, read each tick.
 
 Each job writes a small fixed-size file in this user's runtime directory (the layout is
-in gputui.track). Reading one is a pread of ~5 KiB: the ring of its last steps, each
-step's end time and cumulative samples and tokens. From those this module computes the
-job's rates over the last WINDOW_S seconds of its steps and its median step time.
+in gputui.track). Reading one is open, fstat, a lock test, a pread of ~6 KiB and close:
+no descriptor is held between ticks, so thousands of jobs never run the monitor out of
+file descriptors. From the ring of each job's last steps (each step's end time and
+cumulative samples and tokens) this module computes the job's rates over the last
+WINDOW_S seconds of its steps and its median step time.
 
 What is not read: a file owned by another user or in a directory open to others (one
 user's job is never shown to another), a slot whose two sequence numbers differ (a torn
 write), a file whose job is gone — a live job holds a lock on its file; when the lock
-can be taken the file is removed.
+can be taken the file is removed — and a job whose figures are damaged (a step time that
+is not a finite, plausible monotonic time, a negative count, counts or times that go
+backwards): that job is left out, never the others.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import math
 import os
 import stat
 import statistics
@@ -34,6 +40,12 @@ WINDOW_S = 5.0  # rates and step time are over this much of a job's latest steps
 # since their counts are cumulative, so thinning costs nothing but the window's edge.
 KEEP_EVERY_S = WINDOW_S / 100
 TMP_MAX_AGE_S = 60.0  # an unpublished file older than this was left by a crash
+# A step's end is CLOCK_MONOTONIC seconds (since boot): beyond this (~31 years) it is damage.
+MAX_MONO_S = 1e9
+# A job file that cannot be opened or read for one of these reasons is still there; this
+# process is short of descriptors or memory: the job keeps its last reading rather than
+# seeming to exit.
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
 
 
 class StepPoint(NamedTuple):
@@ -45,15 +57,15 @@ class StepPoint(NamedTuple):
 
 @dataclass
 class _JobFile:
-    """One training job's file, open, and what has been read of it."""
+    """What has been read of one training job's file (no descriptor is kept)."""
 
-    fd: int
     ino: int
     pid: int = 0
     name: str = ""
     cvd: str | None = None
     points: deque[StepPoint] = field(default_factory=deque)  # thinned, oldest first
     latest: StepPoint | None = None
+    last: JobReading | None = None  # the latest reading, for a tick the file cannot be read
 
 
 def parse_header(data: bytes) -> tuple[int, str, str | None] | None:
@@ -77,6 +89,21 @@ def parse_steps(data: bytes) -> list[StepPoint]:
            if seq == seq2 == step and step and step % track.RING_SLOTS == i]
     out.sort()
     return out  # type: ignore[return-value]
+
+
+def plausible(steps: Sequence[StepPoint]) -> bool:
+    """True when a job's steps (oldest first) could have been written by gputui.track:
+    end times finite monotonic seconds in [0, MAX_MONO_S], counts not negative, and
+    neither going backwards from one step to the next. Anything else is a damaged or
+    forged file; its job is left out (a NaN would otherwise reach every rate). A plain
+    loop: ~5 µs for a full ring, the cheapest way measured."""
+    prev_end, prev_samples, prev_tokens = 0.0, 0, 0
+    for _step, end, samples, tokens in steps:
+        # `not (a <= x <= b)` is also true for NaN.
+        if not (prev_end <= end <= MAX_MONO_S) or samples < prev_samples or tokens < prev_tokens:
+            return False
+        prev_end, prev_samples, prev_tokens = end, samples, tokens
+    return True
 
 
 def step_time(steps: Sequence[StepPoint], window_s: float = WINDOW_S) -> float | None:
@@ -176,10 +203,7 @@ class JobSource:
         self._files: dict[str, _JobFile] = {}
 
     def close(self) -> None:
-        for f in self._files.values():
-            with contextlib.suppress(OSError):
-                os.close(f.fd)
-        self._files.clear()
+        self._files.clear()  # nothing is held open between reads
 
     def read(self, gpus: Sequence[GpuSample] = (), processes: Iterable[GpuProcess] = (),
              now_mono: float | None = None) -> tuple[JobReading, ...]:
@@ -189,9 +213,8 @@ class JobSource:
         for p in processes:
             on_gpu.setdefault(p.pid, set()).add(p.gpu_index)
         out = []
-        for name in self._scan():
-            f = self._files[name]
-            reading = self._read_one(name, f, gpus, on_gpu, now, wall)
+        for name, path in self._scan():
+            reading = self._read_one(name, path, gpus, on_gpu, now, wall)
             if reading is not None:
                 out.append(reading)
         out.sort(key=lambda j: j.pid)
@@ -211,76 +234,68 @@ class JobSource:
             return False
         return stat.S_ISDIR(st.st_mode) and self._owned(st) and not st.st_mode & 0o077
 
-    def _scan(self) -> list[str]:
-        """Names of the live job files now open; the others are closed (and removed)."""
-        entries: dict[str, os.DirEntry[str]] = {}
-        if self._dir_ok():
-            try:
-                with os.scandir(self.directory) as it:
-                    for e in it:
-                        if e.name.endswith(track.JOB_SUFFIX):
-                            entries[e.name] = e
-                        elif e.name.endswith(track.TMP_SUFFIX):
-                            self._clean_tmp(e)
-            except OSError:
-                entries = {}
-        for name in list(self._files):
-            if name not in entries:
-                self._drop(name)
-        live = []
-        for name, entry in entries.items():
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or not self._owned(st):
-                self._drop(name)
-                continue
-            f = self._files.get(name)
-            if f is not None and f.ino != st.st_ino:  # replaced (a new job, same PID)
-                self._drop(name)
-                f = None
-            if f is None:
-                f = self._open(entry.path, st)
-                if f is None:
-                    continue
-                self._files[name] = f
-            if self._gone(f):
-                self._remove(entry.path, f)
-                self._drop(name)
-                continue
-            live.append(name)
-        return live
+    def _scan(self) -> list[tuple[str, str]]:
+        """(name, path) of the job files to read this tick; what is known of the others
+        is forgotten. When the directory cannot be listed for want of descriptors or
+        memory, the jobs already known are read again (none seems to exit)."""
+        if not self._dir_ok():
+            self._files.clear()
+            return []
+        found: list[tuple[str, str]] = []
+        try:
+            with os.scandir(self.directory) as it:
+                for e in it:
+                    if e.name.endswith(track.JOB_SUFFIX):
+                        # d_type, no system call: a FIFO or a symlink is never opened.
+                        if e.is_file(follow_symlinks=False):
+                            found.append((e.name, e.path))
+                    elif e.name.endswith(track.TMP_SUFFIX):
+                        self._clean_tmp(e)
+        except OSError as exc:
+            if exc.errno in TRANSIENT_ERRNOS:
+                return [(n, os.path.join(self.directory, n)) for n in self._files]
+            found = []
+        listed = {name for name, _path in found}
+        for name in [n for n in self._files if n not in listed]:
+            del self._files[name]
+        return found
 
-    def _open(self, path: str, st: os.stat_result) -> _JobFile | None:
+    def _load(self, path: str) -> tuple[int, bytes] | int:
+        """(inode, contents) of a live job's file, read through a descriptor closed
+        before returning; else an errno: ENOENT when there is no job here (not a
+        regular file of this user's, or its job is gone: the file is then removed),
+        or what opening or reading it failed with."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
-            return None
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            return exc.errno or errno.EIO
         try:
-            fst = os.fstat(fd)
-        except OSError:
-            os.close(fd)
-            return None
-        if fst.st_ino != st.st_ino or not self._owned(fst):
-            os.close(fd)
-            return None
-        return _JobFile(fd=fd, ino=fst.st_ino)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or not self._owned(st):
+                return errno.ENOENT
+            if self._gone(fd):
+                self._remove(path, st.st_ino)
+                return errno.ENOENT
+            return st.st_ino, os.pread(fd, track.FILE_SIZE, 0)
+        except OSError as exc:
+            return exc.errno or errno.EIO
+        finally:
+            os.close(fd)  # also releases the lock _gone took
 
     @staticmethod
-    def _gone(f: _JobFile) -> bool:
+    def _gone(fd: int) -> bool:
         """True when no process holds the job's lock: the job has exited."""
         try:
-            fcntl.flock(f.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False
         return True
 
     @staticmethod
-    def _remove(path: str, f: _JobFile) -> None:
+    def _remove(path: str, ino: int) -> None:
         # Remove only the file we checked (not a new job's file renamed over it since).
         with contextlib.suppress(OSError):
-            if os.stat(path, follow_symlinks=False).st_ino == f.ino:
+            if os.stat(path, follow_symlinks=False).st_ino == ino:
                 os.unlink(path)
 
     def _clean_tmp(self, e: os.DirEntry[str]) -> None:
@@ -290,7 +305,7 @@ class JobSource:
                 return
             if time.time() - st.st_mtime < TMP_MAX_AGE_S:
                 return  # a job publishing its file right now
-            fd = os.open(e.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            fd = os.open(e.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return
         try:
@@ -301,23 +316,34 @@ class JobSource:
         finally:
             os.close(fd)
 
-    def _drop(self, name: str) -> None:
-        f = self._files.pop(name, None)
-        if f is not None:
-            with contextlib.suppress(OSError):
-                os.close(f.fd)
-
-    def _read_one(self, name: str, f: _JobFile, gpus: Sequence[GpuSample],
+    def _read_one(self, name: str, path: str, gpus: Sequence[GpuSample],
                   on_gpu: dict[int, set[int]], now: float, wall: float) -> JobReading | None:
-        try:
-            data = os.pread(f.fd, track.FILE_SIZE, 0)
-        except OSError:
+        loaded = self._load(path)
+        f = self._files.get(name)
+        if isinstance(loaded, int):
+            if loaded in TRANSIENT_ERRNOS and f is not None:
+                return f.last
+            self._files.pop(name, None)
             return None
+        ino, data = loaded
+        if f is None or f.ino != ino:  # new, or replaced (a new job, same PID)
+            f = self._files[name] = _JobFile(ino=ino)
         header = parse_header(data)
-        if header is None:
+        ring = parse_steps(data)
+        if header is None or not plausible(ring):
+            f.last = None
             return None
         f.pid, f.name, f.cvd = header
-        ring = parse_steps(data)
+        try:
+            f.last = self._reading(f, ring, gpus, on_gpu, now, wall)
+        except (ValueError, ArithmeticError):  # a figure no check above foresaw
+            f.last = None
+        return f.last
+
+    def _reading(self, f: _JobFile, ring: list[StepPoint], gpus: Sequence[GpuSample],
+                 on_gpu: dict[int, set[int]], now: float, wall: float) -> JobReading | None:
+        """The job's reading from its ring of steps (and the points kept from earlier
+        ticks); None when a rate comes out not finite."""
         seen = f.latest[0] if f.latest is not None else 0
         for p in ring:
             if p[0] > seen and (not f.points or p[1] >= f.points[-1][1] + KEEP_EVERY_S):
@@ -331,6 +357,8 @@ class JobSource:
             points.append(f.latest)
         samples, tokens, step_s = rates(points, now, self.window_s,
                                         step_time(ring, self.window_s))
+        if not all(v is None or math.isfinite(v) for v in (samples, tokens, step_s)):
+            return None
         step, end, done, tokens_done = f.latest or (0, None, 0, 0)
         updated = None if end is None else datetime.fromtimestamp(wall - (now - end), UTC)
         return JobReading(

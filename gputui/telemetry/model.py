@@ -7,7 +7,7 @@ them to the UI, the CLI, the recorder and the exporter, which never mutate them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from gputui.telemetry.gpm import GpmActivity
@@ -16,11 +16,13 @@ from gputui.telemetry.mig import MigDevice
 
 @dataclass(frozen=True, slots=True)
 class SystemInfo:
-    """The driver's versions: read once when NVML opens."""
+    """The drivers' versions: read once when the sources open. driver, NVML and CUDA are
+    NVIDIA's; amdgpu's is its own (a box may have both)."""
 
     driver_version: str | None = None
     nvml_version: str | None = None
     cuda_driver_version: str | None = None  # "12.4", from NVML's integer 12040
+    amd_driver_version: str | None = None  # the amdgpu module's version, else the kernel's
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,7 @@ class DeviceInfo:
     pcie_gen_max: int | None = None
     pcie_width_max: int | None = None
     temp_mem_max_c: int | None = None  # memory temperature limit, where NVML gives one
+    vendor: str = "nvidia"  # whose GPU: "nvidia" or "amd" (gputui.telemetry.source.VENDORS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,10 @@ class GpuSample(GpmActivity):
     gpm_note: str | None = None
     # HBM/GDDR temperature (NVML_FI_DEV_MEMORY_TEMP); its limit is DeviceInfo.temp_mem_max_c.
     mem_temp_c: int | None = None
+    # AMD's two die sensors (hwmon temp2 "junction", the hotspot, and temp1 "edge"); temp_c
+    # is the junction's, else the edge's. None on NVIDIA GPUs, which report one.
+    temp_junction_c: int | None = None
+    temp_edge_c: int | None = None
     enc_util_pct: int | None = None  # video encoder, %
     dec_util_pct: int | None = None  # video decoder, %
     mem_reserved_bytes: int | None = None  # held by the driver (memory info v2)
@@ -147,6 +154,23 @@ class GpuSample(GpmActivity):
 
 
 @dataclass(frozen=True, slots=True)
+class GpuEnergy:
+    """A GPU's energy since gputui first read it, as gputui.telemetry.energy shares it out
+    (its energy counter, else its power integrated): all of it; the part below the idle
+    figure; the part no process was given (idle while shared, everything while no compute
+    process ran). Each process's energy_j on it plus energy_unattributed_j add up to
+    energy_seen_j (those that ended included). idle_power_w is the idle figure in use: the
+    configured one, else the lowest draw seen while no compute process ran (None until
+    then). A record of its own beside the GpuSample: built every tick, it is small."""
+
+    gpu_index: int
+    energy_seen_j: float
+    energy_idle_j: float
+    energy_unattributed_j: float
+    idle_power_w: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GpuProcess:
     """One process using a GPU, with what psutil knows of it."""
 
@@ -165,8 +189,50 @@ class GpuProcess:
     mem_util_pct: int | None = None  # memory controller
     enc_util_pct: int | None = None
     dec_util_pct: int | None = None
-    # The container it runs in, from /proc/PID/cgroup (gputui.telemetry.container).
+    # Where it runs, from /proc/PID/cgroup and the container runtimes' and kubelet's files
+    # (gputui.telemetry.container, gputui.telemetry.pods); None where not known (a host
+    # process has none). `container` is the container's name, else its short id.
     container: str | None = None
+    container_id: str | None = None  # the runtime's full id (64 hex digits)
+    pod: str | None = None  # Kubernetes pod name
+    namespace: str | None = None  # its namespace
+    pod_uid: str | None = None
+    qos: str | None = None  # the pod's QoS class: guaranteed, burstable, besteffort
+    # Its share of its GPU's energy (gputui.telemetry.energy, computed on the sampler's
+    # side): W over the last tick, J since gputui first saw it on this GPU, how it was
+    # shared out ("exclusive", "sm_share", "equal_split") and whether any of it is an
+    # estimate (anything but a GPU to itself). None where the GPU gives no power reading
+    # or the process is not a compute process.
+    power_w: float | None = None
+    energy_j: float | None = None
+    energy_method: str | None = None
+    energy_estimate: bool | None = None
+
+    @property
+    def pod_name(self) -> str | None:
+        """"namespace/pod", else the pod's uid where only that is known; None outside a
+        pod."""
+        if self.pod is not None:
+            return f"{self.namespace}/{self.pod}" if self.namespace else self.pod
+        return f"pod {self.pod_uid}" if self.pod_uid else None
+
+    def with_workload(self, w: Workload | None) -> GpuProcess:
+        if w is None:
+            return self
+        return replace(self, container=w.container, container_id=w.container_id, pod=w.pod,
+                       namespace=w.namespace, pod_uid=w.pod_uid, qos=w.qos)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Where a process runs: its container and Kubernetes pod, each None where not known."""
+
+    container: str | None = None  # the container's name, else its short id
+    container_id: str | None = None
+    pod: str | None = None
+    namespace: str | None = None
+    pod_uid: str | None = None
+    qos: str | None = None
 
 
 
@@ -198,6 +264,18 @@ class JobReading:
     step_time_s: float | None  # median over the window
     updated: datetime | None  # wall clock (UTC) of its last step
     cuda_visible_devices: str | None = None  # as the job saw it; None when unset
+    # Its energy (gputui.telemetry.energy: the shares of its process on each GPU): J since
+    # gputui first saw it, W over the last WINDOW_S, and per step / sample / token at that
+    # W (W × the median step time, W ÷ the rates). None where no GPU energy reached it (its
+    # process is in no GPU's process list) or the job reports no such count.
+    energy_j: float | None = None
+    power_w: float | None = None
+    energy_per_step_j: float | None = None
+    energy_per_sample_j: float | None = None
+    energy_per_token_j: float | None = None
+    # False only while every joule came from GPUs the job had to itself.
+    energy_estimate: bool | None = None
+    energy_by_gpu: tuple[tuple[int, float], ...] = ()  # (GPU index, J) of energy_j
 
     @property
     def throughput(self) -> float | None:
@@ -247,10 +325,18 @@ class Snapshot:
     skipped_ticks: int = 0
     events: tuple[GpuEvent, ...] = ()  # what NVML reported since the previous snapshot
     jobs: tuple[JobReading, ...] = ()  # training jobs reporting with gputui.track
+    # Jobs that ended since the previous snapshot: each one's last reading, its energy
+    # totals included (the end-of-run line).
+    jobs_ended: tuple[JobReading, ...] = ()
+    # Each GPU's energy as shared out (gputui.telemetry.energy); none for a GPU never read.
+    gpu_energy: tuple[GpuEnergy, ...] = ()
 
     @property
     def time_iso(self) -> str:
         return iso_utc(self.time)
+
+    def energy_of(self, gpu_index: int) -> GpuEnergy | None:
+        return next((e for e in self.gpu_energy if e.gpu_index == gpu_index), None)
 
 
 def iso_utc(t: datetime) -> str:

@@ -13,24 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Protocol
 
-from gputui.telemetry.model import DeviceInfo, GpuProcess, GpuSample
-
-
-class DeviceSource(Protocol):
-    """What the reader threads need from the NVML source (gputui.telemetry.nvml.NvmlSource)."""
-
-    @property
-    def count(self) -> int: ...
-
-    @property
-    def devices(self) -> tuple[DeviceInfo, ...]: ...
-
-    def open_device(self, index: int) -> DeviceInfo: ...
-
-    def read_device(self, index: int, *, slow: bool, processes: bool,
-                    ) -> tuple[GpuSample, tuple[GpuProcess, ...] | None]: ...
+from gputui.telemetry.model import GpuProcess, GpuSample
+from gputui.telemetry.source import GpuSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +31,7 @@ class Reading:
 class ReaderThread:
     """One device's thread: opens the device, reads it once, then once per `ask`."""
 
-    def __init__(self, source: DeviceSource, index: int, done: threading.Condition) -> None:
+    def __init__(self, source: GpuSource, index: int, done: threading.Condition) -> None:
         self.source = source
         self.index = index
         self.started_at = time.monotonic()
@@ -97,7 +82,7 @@ class ReaderThread:
 class ReaderThreads:
     """Every device's reader, and the per-tick rule: fresh if answered, else stale."""
 
-    def __init__(self, source: DeviceSource) -> None:
+    def __init__(self, source: GpuSource) -> None:
         self.source = source
         self._done = threading.Condition()
         self.threads = [ReaderThread(source, i, self._done) for i in range(source.count)]

@@ -20,12 +20,11 @@ import bisect
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from gputui.telemetry.limits import MAX_SPEED, MIN_SPEED
 from gputui.telemetry.model import Snapshot
 from gputui.telemetry.record import Recording
 from gputui.telemetry.sampler import Sampler
 
-MIN_SPEED = 0.125
-MAX_SPEED = 64.0
 # A seek rebuilds the sparklines' longest window (15 min), not all the history keeps
 # (60 min): a long jump stays quick; older points fill in as the replay plays on.
 REBUILD_WINDOW_S = 15 * 60.0

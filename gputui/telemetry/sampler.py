@@ -16,16 +16,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.telemetry.alerts import AlertEngine
+from gputui.telemetry.energy import Attributed, EnergyAccounts
 from gputui.telemetry.frame import Frame, frozen_map
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.jobs import JobSource
+from gputui.telemetry.limits import MIN_INTERVAL_S
 from gputui.telemetry.model import GpuProcess, GpuSample, JobReading, Snapshot, SystemInfo
 from gputui.telemetry.readers import ReaderThreads
+from gputui.telemetry.source import GpuSource, Sources, SourceUnavailable
 from gputui.telemetry.throttle import ThrottleEpisode, ThrottleTracker
 
-MIN_INTERVAL_S = 0.1
+if TYPE_CHECKING:
+    from gputui.telemetry.nvml import NvmlSource
+
 # How long NVML may take to initialise and count the GPUs before the sampler gives up
 # on it and goes on host-only (a driver hung at start must not hang the command).
 OPEN_TIMEOUT_S = 10.0
@@ -38,6 +45,30 @@ Listener = Callable[[Snapshot], None]
 FrameListener = Callable[[Frame], None]
 
 
+def open_amd(sysfs: Path, procfs: Path, process_every: int,
+             slow_every: int) -> GpuSource | None:
+    """amdgpu's GPUs under `sysfs`, or None where there are none (on an NVIDIA box, the
+    usual case: nothing to say about it). The reader's modules are imported only where a
+    card says it is AMD's: the monitor's start pays nothing for them elsewhere."""
+    if not any(_is_amd(card) for card in (sysfs / "class" / "drm").glob("card*")):
+        return None
+    from gputui.telemetry.amd import AmdSource
+
+    src = AmdSource(sysfs, procfs, process_every=process_every, slow_every=slow_every)
+    try:
+        src.open_system()
+    except SourceUnavailable:
+        return None
+    return src
+
+
+def _is_amd(card: Path) -> bool:
+    try:
+        return (card / "device" / "vendor").read_text().strip().lower() == "0x1002"
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def read_timeout(interval: float) -> float:
     """How long a tick waits for the devices: most of the interval, so a slow device is
     marked stale and the others are still shown on time."""
@@ -47,26 +78,33 @@ def read_timeout(interval: float) -> float:
 class Sampler:
     """Owns the sources, the throttle tracker and (optionally) the alert engine.
 
-    `nvml` is an NvmlSource (opened, or None when NVML is unavailable, with
-    `nvml_error` saying why). Listeners are called on whichever thread ingests a
-    snapshot and must not block (a UI posts the frame to its own loop).
+    `source` is what it reads the GPUs from (gputui.telemetry.source: NVML, amdgpu's files,
+    or both); `nvml` is the NVIDIA source when there is one (None when NVML is unavailable,
+    with `nvml_error` saying why), for the reads only NVML has (a benchmark's health and
+    topology). Given only `nvml`, the sampler reads it. Listeners are called on whichever
+    thread ingests a snapshot and must not block (a UI posts the frame to its own loop).
     """
 
-    def __init__(self, *, interval: float = 1.0, nvml: object | None = None,
+    def __init__(self, *, interval: float = 1.0, source: GpuSource | None = None,
+                 nvml: NvmlSource | None = None,
                  nvml_error: str | None = None, host: HostSource | None = None,
                  alerts: bool = False, read_timeout_s: float | None = None,
-                 jobs: JobSource | None = None,
+                 jobs: JobSource | None = None, idle_w: float | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wait: Callable[[threading.Event, float], object] = threading.Event.wait,
                  ) -> None:
         if not interval >= MIN_INTERVAL_S:
             raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
         self.interval = interval
+        self.source: GpuSource | None = source if source is not None else nvml
         self.nvml = nvml
         self.nvml_error = nvml_error
         self.host = host or HostSource()
         # Training jobs reporting with gputui.track (this user's; a few small files).
         self.jobs = jobs if jobs is not None else JobSource()
+        # Energy per process, GPU and job (`idle_w`: config.toml's idle draw, else each
+        # GPU's lowest seen with no compute process): computed here, once per tick.
+        self.energy = EnergyAccounts(idle_w)
         self.tracker = ThrottleTracker()
         self.alerts = AlertEngine() if alerts else None
         self.read_timeout_s = read_timeout_s or read_timeout(interval)
@@ -92,19 +130,37 @@ class Sampler:
     def open(cls, *, interval: float = 1.0, process_every: int | None = None,
              slow_every: int | None = None, profile: str = "full", alerts: bool = False,
              read_timeout_s: float | None = None, open_timeout_s: float = OPEN_TIMEOUT_S,
-             cancel: threading.Event | None = None) -> Sampler:
-        """Open NVML if possible; a machine without it (or with a driver that does not
-        answer within `open_timeout_s`) gets a host-only sampler saying why.
+             cancel: threading.Event | None = None, sysfs: Path = Path("/sys"),
+             procfs: Path = Path("/proc"), rootfs: Path = Path("/"),
+             idle_w: float | None = None) -> Sampler:
+        """Open NVML and amdgpu's files where they are; a machine with neither (or with an
+        NVIDIA driver that does not answer within `open_timeout_s`) gets a host-only
+        sampler saying why. AMD GPUs are read under `sysfs` and `procfs` (another root:
+        a container with the host's mounted elsewhere), pod and container names under
+        `rootfs`; `idle_w` is every GPU's idle draw for the energy shares (None: each
+        GPU's lowest seen with no compute process).
 
         NVML is opened on a daemon thread: the caller waits in short, interruptible
         steps, so Ctrl-C works even while the driver is stuck, and setting `cancel`
         (from a signal handler) gives up at once (host-only)."""
-        from gputui.telemetry.nvml import NvmlSource, NvmlUnavailable, profile_fields
-
         # Process lists are expensive on real drivers (and serialise in the kernel
         # driver): refresh them about every 3 s, not every tick.
         every = process_every or max(1, round(3.0 / interval))
         slow = slow_every or max(1, round(10.0 / interval))
+        nvml, why = cls._open_nvml(every, slow, profile, open_timeout_s, cancel)
+        amd = open_amd(sysfs, procfs, every, slow)
+        found: list[GpuSource] = [s for s in (nvml, amd) if s is not None]
+        source = found[0] if len(found) == 1 else Sources(found) if found else None
+        return cls(interval=interval, source=source, nvml=nvml, nvml_error=why, alerts=alerts,
+                   read_timeout_s=read_timeout_s, idle_w=idle_w,
+                   host=HostSource(procfs=procfs, rootfs=rootfs))
+
+    @staticmethod
+    def _open_nvml(every: int, slow: int, profile: str, open_timeout_s: float,
+                   cancel: threading.Event | None) -> tuple[NvmlSource | None, str | None]:
+        """NVML opened, or None and why not."""
+        from gputui.telemetry.nvml import NvmlSource, NvmlUnavailable, profile_fields
+
         src = NvmlSource(process_every=every, slow_every=slow, fields=profile_fields(profile))
         done = threading.Event()
         failure: list[BaseException] = []
@@ -120,18 +176,16 @@ class Sampler:
         deadline = time.monotonic() + open_timeout_s
         while not done.wait(min(0.2, max(0.0, deadline - time.monotonic()))):
             if cancel is not None and cancel.is_set():
-                return cls(interval=interval, nvml=None, alerts=alerts,
-                           nvml_error="cancelled while NVML was opening")
+                return None, "cancelled while NVML was opening"
             if time.monotonic() >= deadline:
-                return cls(interval=interval, nvml=None, alerts=alerts,
-                           nvml_error=f"NVML did not answer within {open_timeout_s:g} s "
-                           "(the driver may be hung)")
+                return None, (f"NVML did not answer within {open_timeout_s:g} s "
+                              "(the driver may be hung)")
         if failure:
             exc = failure[0]
             if isinstance(exc, NvmlUnavailable):
-                return cls(interval=interval, nvml=None, nvml_error=str(exc), alerts=alerts)
+                return None, str(exc)
             raise exc
-        return cls(interval=interval, nvml=src, alerts=alerts, read_timeout_s=read_timeout_s)
+        return src, None
 
     def enable_alerts(self) -> None:
         """Evaluate the alert rules on this sampler's side, for the frames (a view that
@@ -143,13 +197,12 @@ class Sampler:
     def want_detail_fields(self, on: bool) -> None:
         """The GPU detail screen's extra fields (energy, in-tick min/max, PCIe throughput,
         per-link NVLink rates) from the next tick on, or not: asked while it is open."""
-        want = getattr(self.nvml, "want_detail_fields", None)
-        if want is not None:
-            want(on)
+        if self.source is not None:
+            self.source.want_detail_fields(on)
 
     @property
     def system(self) -> SystemInfo:
-        return getattr(self.nvml, "system", SystemInfo())
+        return self.source.system if self.source is not None else SystemInfo()
 
     def subscribe(self, fn: Listener) -> None:
         with self._lock:
@@ -182,17 +235,15 @@ class Sampler:
             return self.tracker.ongoing()
 
     def _read_gpus(self) -> tuple[tuple[GpuSample, ...], tuple[GpuProcess, ...]]:
-        nvml = self.nvml
-        if nvml is None:
+        source = self.source
+        if source is None:
             return (), ()
-        if not hasattr(nvml, "read_device"):  # a stand-in source (tests): read in turn
-            return nvml.read()  # type: ignore[attr-defined, no-any-return]
         if self._readers is None:
-            self._readers = ReaderThreads(nvml)  # type: ignore[arg-type]
+            self._readers = ReaderThreads(source)
         tick = self._tick_no
         self._tick_no += 1
-        slow = tick % max(1, getattr(nvml, "slow_every", 1)) == 0
-        procs = tick % max(1, getattr(nvml, "process_every", 1)) == 0
+        slow = tick % max(1, source.slow_every) == 0
+        procs = tick % max(1, source.process_every) == 0
         return self._readers.read(slow=slow, processes=procs, timeout_s=self.read_timeout_s)
 
     def read(self) -> Snapshot:
@@ -203,14 +254,25 @@ class Sampler:
         host = self.host.read()
         mono = self._clock()
         jobs = self._read_jobs(gpus, procs, mono)
+        shared = self._attribute(gpus, procs, jobs, mono)
         with self._lock:
             self._seq += 1
             seq = self._seq
         return Snapshot(time=datetime.now(UTC), mono=mono, system=self.system,
-                        host=host, gpus=gpus, processes=procs, nvml_error=self.nvml_error,
-                        seq=seq, skipped_ticks=self.skipped_ticks, jobs=jobs,
-                        events=self.nvml.take_events()  # type: ignore[attr-defined]
-                        if hasattr(self.nvml, "take_events") else ())
+                        host=host, gpus=gpus, processes=shared.processes,
+                        nvml_error=self.nvml_error, seq=seq,
+                        skipped_ticks=self.skipped_ticks, jobs=shared.jobs,
+                        jobs_ended=shared.jobs_ended, gpu_energy=shared.gpu_energy,
+                        events=self.source.take_events() if self.source is not None else ())
+
+    def _attribute(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...],
+                   jobs: tuple[JobReading, ...], mono: float) -> Attributed:
+        """Each process's, GPU's and job's energy (gputui.telemetry.energy)."""
+        try:
+            return self.energy.update(gpus, procs, jobs, mono)
+        except Exception:  # a figure no check foresaw must not cost the GPUs their tick
+            logging.getLogger("gputui").exception("sharing out GPU energy failed")
+            return Attributed(procs, jobs)
 
     def _read_jobs(self, gpus: tuple[GpuSample, ...], procs: tuple[GpuProcess, ...],
                    mono: float) -> tuple[JobReading, ...]:
@@ -319,9 +381,9 @@ class Sampler:
         if self._readers is not None:
             hung = self._readers.hung
             self._readers.close()
-        close = getattr(self.nvml, "close", None)
-        if close is None:
+        if self.source is None:
             return
+        close = self.source.close
         if not hung:
             close()
             return

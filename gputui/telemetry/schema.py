@@ -10,6 +10,7 @@ from gputui.telemetry.gpm import ACTIVITY_FIELDS
 from gputui.telemetry.mig import MigDevice, MigProcess
 from gputui.telemetry.model import (
     DeviceInfo,
+    GpuEnergy,
     GpuEvent,
     GpuProcess,
     GpuSample,
@@ -41,7 +42,11 @@ _SAMPLE_FIELDS = _in_public_order(
     GpuSample, ("info", "throttle_mask", "nvlink_links", "mig_devices"), "violation_thermal_frac")
 
 
-def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
+_ENERGY_KEYS = ("energy_seen_j", "energy_idle_j", "energy_unattributed_j", "idle_power_w")
+
+
+def gpu_to_dict(g: GpuSample, energy: GpuEnergy | None = None) -> dict[str, Any]:
+    """One GPU in the public JSON, with its energy as shared out (null: none yet)."""
     d: dict[str, Any] = {name: getattr(g.info, name) for name in _INFO_FIELDS}
     for name in _SAMPLE_FIELDS:
         d[name] = getattr(g, name)
@@ -57,6 +62,8 @@ def gpu_to_dict(g: GpuSample) -> dict[str, Any]:
         {"link": n.link, "active": n.active, "tx_bps": n.tx_bps, "rx_bps": n.rx_bps}
         for n in g.nvlink_links]
     d["mig_devices"] = [mig_to_dict(m) for m in g.mig_devices]
+    for key in _ENERGY_KEYS:
+        d[key] = None if energy is None else getattr(energy, key)
     return d
 
 
@@ -79,6 +86,7 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
         "driver_version": s.system.driver_version,
         "nvml_version": s.system.nvml_version,
         "cuda_driver_version": s.system.cuda_driver_version,
+        "amd_driver_version": s.system.amd_driver_version,
         "host": {
             "hostname": h.hostname,
             "cpu_pct": h.cpu_pct,
@@ -89,26 +97,8 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
             "swap_total_bytes": h.swap_total_bytes,
             "load_avg": list(h.load_avg) if h.load_avg else None,
         },
-        "gpus": [gpu_to_dict(g) for g in s.gpus],
-        "processes": [
-            {
-                "gpu": p.gpu_index,
-                "pid": p.pid,
-                "kind": p.kind,
-                "user": p.user,
-                "gpu_mem_bytes": p.gpu_mem_bytes,
-                "cpu_pct": p.cpu_pct,
-                "rss_bytes": p.rss_bytes,
-                "started": iso_utc(datetime.fromtimestamp(p.started, UTC)) if p.started else None,
-                "command": p.command,
-                "sm_util_pct": p.sm_util_pct,
-                "mem_util_pct": p.mem_util_pct,
-                "enc_util_pct": p.enc_util_pct,
-                "dec_util_pct": p.dec_util_pct,
-                "container": p.container,
-            }
-            for p in s.processes
-        ],
+        "gpus": [gpu_to_dict(g, s.energy_of(g.index)) for g in s.gpus],
+        "processes": [process_to_dict(p) for p in s.processes],
         "nvml_error": s.nvml_error,
         # XID / ECC events NVML reported since the previous snapshot (a recording keeps
         # each once, on the line of the tick it arrived in).
@@ -116,6 +106,38 @@ def snapshot_to_dict(s: Snapshot) -> dict[str, Any]:
                     "time": iso_utc(e.time)} for e in s.events],
         # Training jobs reporting with gputui.track (gputui.telemetry.jobs).
         "jobs": [job_to_dict(j) for j in s.jobs],
+        # Jobs that ended since the previous snapshot, with their last figures.
+        "jobs_ended": [job_to_dict(j) for j in s.jobs_ended],
+    }
+
+
+def process_to_dict(p: GpuProcess) -> dict[str, Any]:
+    return {
+        "gpu": p.gpu_index,
+        "pid": p.pid,
+        "kind": p.kind,
+        "user": p.user,
+        "gpu_mem_bytes": p.gpu_mem_bytes,
+        "cpu_pct": p.cpu_pct,
+        "rss_bytes": p.rss_bytes,
+        "started": iso_utc(datetime.fromtimestamp(p.started, UTC)) if p.started else None,
+        "command": p.command,
+        "sm_util_pct": p.sm_util_pct,
+        "mem_util_pct": p.mem_util_pct,
+        "enc_util_pct": p.enc_util_pct,
+        "dec_util_pct": p.dec_util_pct,
+        "container": p.container,
+        # Where it runs (gputui.telemetry.container) and its energy
+        # (gputui.telemetry.energy).
+        "container_id": p.container_id,
+        "pod": p.pod,
+        "namespace": p.namespace,
+        "pod_uid": p.pod_uid,
+        "qos": p.qos,
+        "power_w": p.power_w,
+        "energy_j": p.energy_j,
+        "energy_method": p.energy_method,
+        "energy_estimate": p.energy_estimate,
     }
 
 
@@ -124,14 +146,25 @@ def job_to_dict(j: JobReading) -> dict[str, Any]:
             "samples": j.samples, "tokens": j.tokens, "samples_per_s": j.samples_per_s,
             "tokens_per_s": j.tokens_per_s, "step_time_s": j.step_time_s,
             "updated": None if j.updated is None else iso_utc(j.updated),
-            "cuda_visible_devices": j.cuda_visible_devices}
+            "cuda_visible_devices": j.cuda_visible_devices,
+            "energy_j": j.energy_j, "power_w": j.power_w,
+            "energy_per_step_j": j.energy_per_step_j,
+            "energy_per_sample_j": j.energy_per_sample_j,
+            "energy_per_token_j": j.energy_per_token_j,
+            "energy_estimate": j.energy_estimate,
+            "energy_by_gpu": [{"gpu": gpu, "energy_j": e} for gpu, e in j.energy_by_gpu]}
 
 
 _JOB_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "pid": (int, False), "name": (str, False), "step": (int, False), "samples": (int, True),
     "tokens": (int, True), "samples_per_s": ((int, float), True),
     "tokens_per_s": ((int, float), True), "step_time_s": ((int, float), True),
-    "updated": (str, True), "cuda_visible_devices": (str, True)}
+    "updated": (str, True), "cuda_visible_devices": (str, True),
+    "energy_j": ((int, float), True), "power_w": ((int, float), True),
+    "energy_per_step_j": ((int, float), True), "energy_per_sample_j": ((int, float), True),
+    "energy_per_token_j": ((int, float), True), "energy_estimate": (bool, True)}
+_JOB_GPU_ENERGY_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "gpu": (int, False), "energy_j": ((int, float), False)}
 
 
 def _job(i: int, j: dict[str, Any]) -> JobReading:
@@ -139,13 +172,22 @@ def _job(i: int, j: dict[str, Any]) -> JobReading:
     gpus = j.get("gpus") or []
     if not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
         raise SchemaError(f"jobs[{i}].gpus holds something that is not a GPU index")
+    by_gpu = j.get("energy_by_gpu") or []
+    for k, e in enumerate(by_gpu):
+        _check(f"jobs[{i}].energy_by_gpu[{k}]", e, _JOB_GPU_ENERGY_TYPES)
     return JobReading(
         pid=j["pid"], name=j["name"], gpus=tuple(gpus), step=j["step"],
         samples=j.get("samples") or 0, tokens=j.get("tokens") or 0,
         samples_per_s=j.get("samples_per_s"), tokens_per_s=j.get("tokens_per_s"),
         step_time_s=j.get("step_time_s"),
         updated=parse_iso(j["updated"]) if j.get("updated") else None,
-        cuda_visible_devices=j.get("cuda_visible_devices"))
+        cuda_visible_devices=j.get("cuda_visible_devices"),
+        energy_j=j.get("energy_j"), power_w=j.get("power_w"),
+        energy_per_step_j=j.get("energy_per_step_j"),
+        energy_per_sample_j=j.get("energy_per_sample_j"),
+        energy_per_token_j=j.get("energy_per_token_j"),
+        energy_estimate=j.get("energy_estimate"),
+        energy_by_gpu=tuple((e["gpu"], float(e["energy_j"])) for e in by_gpu))
 
 
 class SchemaError(ValueError):
@@ -220,7 +262,10 @@ _PROC_TYPES: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "cpu_pct": ((int, float), True), "rss_bytes": (int, True), "user": (str, True),
     "command": (str, True), "kind": (str, True), "started": (str, True),
     "sm_util_pct": (int, True), "mem_util_pct": (int, True), "enc_util_pct": (int, True),
-    "dec_util_pct": (int, True), "container": (str, True)}
+    "dec_util_pct": (int, True), "container": (str, True), "container_id": (str, True),
+    "pod": (str, True), "namespace": (str, True), "pod_uid": (str, True), "qos": (str, True),
+    "power_w": ((int, float), True), "energy_j": ((int, float), True),
+    "energy_method": (str, True), "energy_estimate": (bool, True)}
 
 
 def _check(where: str, d: dict[str, Any],
@@ -258,10 +303,13 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
                        for x in host.get(key) or ()):
                 raise SchemaError(f"host.{key} holds something that is not a number")
         gpus = []
+        energy: list[GpuEnergy] = []
         for i, g in enumerate(d["gpus"]):
             _check(f"gpus[{i}]", g, _INFO_TYPES)
             _check(f"gpus[{i}]", g, _SAMPLE_TYPES)
-            info = DeviceInfo(**{k: g.get(k) for k in _INFO_FIELDS})
+            # Recordings from before AMD GPUs were read: every GPU was NVIDIA's.
+            info = DeviceInfo(**{**{k: g.get(k) for k in _INFO_FIELDS},
+                                 "vendor": g.get("vendor") or "nvidia"})
             sample_kwargs = {k: g.get(k) for k in _SAMPLE_FIELDS}
             # Recordings from before stale readings existed: current values.
             sample_kwargs["stale"] = bool(g.get("stale") or False)
@@ -275,6 +323,12 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
                 _mig(f"gpus[{i}].mig_devices[{j}]", m)
                 for j, m in enumerate(g.get("mig_devices") or []))
             gpus.append(GpuSample(info=info, throttle_mask=mask, **sample_kwargs))
+            _check(f"gpus[{i}]", g, {k: ((int, float), True) for k in _ENERGY_KEYS})
+            if g.get("energy_seen_j") is not None:
+                energy.append(GpuEnergy(info.index, g["energy_seen_j"],
+                                        g.get("energy_idle_j") or 0.0,
+                                        g.get("energy_unattributed_j") or 0.0,
+                                        g.get("idle_power_w")))
         procs = []
         for i, p in enumerate(d.get("processes") or []):
             _check(f"processes[{i}]", p, _PROC_TYPES)
@@ -285,14 +339,18 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
                 cpu_pct=p.get("cpu_pct"), rss_bytes=p.get("rss_bytes"), started=started,
                 sm_util_pct=p.get("sm_util_pct"), mem_util_pct=p.get("mem_util_pct"),
                 enc_util_pct=p.get("enc_util_pct"), dec_util_pct=p.get("dec_util_pct"),
-                container=p.get("container")))
+                container=p.get("container"), container_id=p.get("container_id"),
+                pod=p.get("pod"), namespace=p.get("namespace"), pod_uid=p.get("pod_uid"),
+                qos=p.get("qos"), power_w=p.get("power_w"), energy_j=p.get("energy_j"),
+                energy_method=p.get("energy_method"),
+                energy_estimate=p.get("energy_estimate")))
         load = host.get("load_avg")
         return Snapshot(
             time=parse_iso(d["time"]),
             mono=mono,
             seq=seq,
             system=SystemInfo(d.get("driver_version"), d.get("nvml_version"),
-                              d.get("cuda_driver_version")),
+                              d.get("cuda_driver_version"), d.get("amd_driver_version")),
             host=HostSample(
                 hostname=host.get("hostname", "?"),
                 cpu_pct=host.get("cpu_pct"),
@@ -308,6 +366,8 @@ def snapshot_from_dict(d: dict[str, Any], mono: float = 0.0, seq: int = 0) -> Sn
             nvml_error=d.get("nvml_error"),
             events=tuple(_event(i, e) for i, e in enumerate(d.get("events") or [])),
             jobs=tuple(_job(i, j) for i, j in enumerate(d.get("jobs") or [])),
+            jobs_ended=tuple(_job(i, j) for i, j in enumerate(d.get("jobs_ended") or [])),
+            gpu_energy=tuple(energy),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SchemaError(f"not a gputui snapshot ({type(exc).__name__}: {exc})") from exc

@@ -15,7 +15,8 @@ from gputui.telemetry.units import fmt_duration
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """One bit of NVML's clock-event (throttle) reasons."""
+    """One bit of gputui's throttle vocabulary: NVML's clock-event reasons, and the AMD
+    throttlers NVML has no bit for."""
 
     bit: int
     key: str  # stable snake_case name used in JSON and metrics
@@ -23,6 +24,13 @@ class Reason:
     throttling: bool
     kind: str  # "thermal", "power", "other", or "none"
 
+
+CURRENT_LIMIT = 0x10000  # TDC/EDC: a voltage regulator's current limit
+MEM_THERMAL = 0x20000  # HBM/GDDR temperature
+VR_THERMAL = 0x40000  # a voltage regulator's temperature, or its VRHOT signal
+PROCHOT = 0x80000  # the platform asserts PROCHOT
+PLATFORM_POWER = 0x100000  # PPM: the platform's power management
+RELIABILITY = 0x200000  # FIT: the firmware's reliability (voltage/frequency) limit
 
 REASONS: tuple[Reason, ...] = (
     Reason(0x1, "gpu_idle", "GPU idle", False, "none"),
@@ -34,7 +42,24 @@ REASONS: tuple[Reason, ...] = (
     Reason(0x40, "hw_thermal_slowdown", "HW thermal slowdown", True, "thermal"),
     Reason(0x80, "hw_power_brake_slowdown", "HW power brake slowdown", True, "power"),
     Reason(0x100, "display_clock_setting", "display clock setting", False, "none"),
+    # AMD throttlers that have no NVML bit (gputui.telemetry.amd.throttle_bits decodes
+    # amdgpu's indep_throttle_status into these and the bits above). They sit above
+    # NVML's range (0x1FF and its reserved bits), so an NVML mask never sets them.
+    Reason(CURRENT_LIMIT, "current_limit", "current limit (TDC/EDC)", True, "power"),
+    Reason(MEM_THERMAL, "mem_thermal_slowdown", "memory thermal slowdown", True, "thermal"),
+    Reason(VR_THERMAL, "vr_thermal_slowdown", "VR thermal slowdown", True, "thermal"),
+    Reason(PROCHOT, "prochot", "PROCHOT", True, "thermal"),
+    Reason(PLATFORM_POWER, "platform_power_limit", "platform power limit (PPM)", True,
+           "power"),
+    # A voltage/frequency limit the firmware keeps for the chip's life, as a power cap is
+    # kept: not a fault ("other" is what the fleet view calls critical).
+    Reason(RELIABILITY, "reliability_limit", "reliability limit (FIT)", True, "power"),
 )
+# The AMD-only reasons' bits (none of them is ever set on an NVIDIA GPU).
+AMD_ONLY_MASK = (CURRENT_LIMIT | MEM_THERMAL | VR_THERMAL | PROCHOT | PLATFORM_POWER
+                 | RELIABILITY)
+# The reasons an AMD GPU can give: its own and the two NVML ones its limits map onto.
+AMD_MASK = AMD_ONLY_MASK | 0x4 | 0x20
 _BY_KEY = {r.key: r for r in REASONS}
 THROTTLE_MASK = sum(r.bit for r in REASONS if r.throttling)
 
@@ -64,7 +89,8 @@ def is_throttling(mask: int | None) -> bool:
 
 def throttle_words(mask: int | None) -> str:
     """The throttling reasons in words, most serious first ("HW thermal slowdown, SW power cap")."""
-    order = (0x40, 0x80, 0x8, 0x20, 0x4, 0x10)
+    order = (0x40, 0x80, 0x8, PROCHOT, VR_THERMAL, MEM_THERMAL, 0x20, CURRENT_LIMIT,
+             PLATFORM_POWER, 0x4, RELIABILITY, 0x10)
     words = [r.words for bit in order for r in REASONS if r.bit == bit and (mask or 0) & bit]
     return ", ".join(words)
 

@@ -23,6 +23,16 @@ def kbps_to_bps(kilobytes_per_s: int | None) -> float | None:
     return None if kilobytes_per_s is None else float(kilobytes_per_s * KIB)
 
 
+def us_to_ns(microseconds: int) -> int:
+    """NVML's violation counters count nanoseconds against a microsecond clock."""
+    return microseconds * 1000
+
+
+def ms_to_s(milliseconds: float) -> float:
+    """NVML's waits (the event set's) take milliseconds."""
+    return milliseconds / 1000.0
+
+
 def kib_to_bytes(kibibytes: int | None) -> int | None:
     """NVML's NVLink data counters count KiB."""
     return None if kibibytes is None else int(kibibytes) * KIB
@@ -90,6 +100,16 @@ def fmt_j(j: float | None) -> str:
     if j >= 1e3:
         return f"{j / 1e3:.1f}kJ"
     return f"{j:.1f}J"
+
+
+def fmt_j_per(j: float | None) -> str:
+    """Energy per step, sample or token: three significant digits ("46 J", "0.359 J",
+    "2.81 mJ")."""
+    if j is None:
+        return NA
+    if 0 < abs(j) < 0.01:
+        return f"{j * 1e3:.3g} mJ"
+    return f"{j:.3g} J"
 
 
 def fmt_duration(seconds: float) -> str:

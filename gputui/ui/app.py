@@ -43,7 +43,7 @@ from gputui.ui.messages import (
 from gputui.ui.options import AppOptions
 from gputui.ui.sampler_opener import SamplerOpener
 from gputui.ui.screens.monitor import FirstShow, MonitorScreen
-from gputui.ui.terminal_writer import DiffingDriver
+from gputui.ui.terminal_writer import DiffingDriver, diffing_driver
 from gputui.ui.textual_adapter import app_driver
 from gputui.ui.themes import DEFAULT_THEME, load_themes, pick_theme, resolve_theme
 from gputui.ui.widgets.gpu_panel import window_label
@@ -113,8 +113,9 @@ class GputuiApp(App[int]):
         """`sampler`: a sampler to show (tests, replay); else `opener` (started by the
         command, so NVML opens while Textual starts), else one opened when the
         monitor screen is up."""
-        super().__init__(driver_class=DiffingDriver)  # only the cells that changed
+        super().__init__(driver_class=diffing_driver())  # only the cells that changed
         self.options = options or AppOptions()
+        self.main: MonitorScreen | None = None  # made by get_default_screen
         self.sampler: Sampler | None = sampler
         self.own_sampler = sampler is None  # we close what we opened, not what we were given
         self._opener = opener
@@ -240,7 +241,7 @@ class GputuiApp(App[int]):
             if self._start_sampler:
                 self.sampler.start(first_in=self.sampler.interval if frame else 0.0)
         elif self.sampler is not None:
-            self._attach(self.sampler)
+            self._attach_sampler(self.sampler)
         else:
             if self._opener is None:  # not started by the command: open it now
                 profile = "record" if self.recorder is not None else "monitor"
@@ -287,9 +288,10 @@ class GputuiApp(App[int]):
             sampler.close()
             return
         self.sampler = sampler
-        self._attach(sampler)
+        self._attach_sampler(sampler)
 
-    def _attach(self, sampler: Sampler) -> None:
+    def _attach_sampler(self, sampler: Sampler) -> None:
+        # Not `_attach`: that is Textual's own (MessagePump._attach), which this would hide.
         self._subscribe(sampler)
         sampler.subscribe_frames(self._frame_listener)
         self._show_source(sampler)
@@ -310,7 +312,7 @@ class GputuiApp(App[int]):
                             terminal=self.options.notify_terminal)
 
     def _show_source(self, sampler: Sampler) -> None:
-        if sampler.nvml is None and sampler.nvml_error:
+        if sampler.source is None and sampler.nvml_error:
             self.main.set_host_only(sampler.nvml_error)
         else:
             self.main.set_notice(None)
@@ -416,6 +418,7 @@ class GputuiApp(App[int]):
             hostname=snap.host.hostname if snap else "",
             driver=snap.system.driver_version if snap else None,
             cuda=snap.system.cuda_driver_version if snap else None,
+            amd_driver=snap.system.amd_driver_version if snap else None,
             time=snap.time if snap else None,
             interval_s=interval,
             alerts=len(active),
@@ -449,7 +452,7 @@ class GputuiApp(App[int]):
 
     def bench_changed(self) -> None:
         """A run started, moved or ended: the header's run indicator follows."""
-        if getattr(self, "main", None) is not None and self.main.is_mounted:
+        if self.main is not None and self.main.is_mounted:
             self._update_header()
 
     # Benchmark runs post these from the runner's threads; the session owns their state.
@@ -466,7 +469,7 @@ class GputuiApp(App[int]):
     # is imported when first opened, and handed what it draws (then frames, by message).
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.MAIN_ONLY and self.screen is not getattr(self, "main", None):
+        if action in self.MAIN_ONLY and self.screen is not self.main:
             return False
         if action.startswith("replay_"):
             return self.player is not None
@@ -620,11 +623,13 @@ class GputuiApp(App[int]):
     # --- replay: a timer advances the player on the event loop -----------------------------
 
     def _start_replay(self) -> None:
+        from gputui.telemetry.limits import MIN_INTERVAL_S
         from gputui.telemetry.replay import ReplayPlayer
 
         rec = self.options.replay
         assert rec is not None
-        sampler = self.sampler or Sampler(interval=max(0.1, rec.interval_s or 1.0), nvml=None)
+        sampler = self.sampler or Sampler(interval=max(MIN_INTERVAL_S, rec.interval_s or 1.0),
+                                          nvml=None)
         self.sampler = sampler
         self.own_sampler = False
         self._start_sampler = False

@@ -21,11 +21,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gputui.bench import events, stats
-from gputui.bench.attribution import Attribution, ThroughputPoint, attribute
-from gputui.bench.attribution import _inside as _window_inside  # one rule for "throttled"
+from gputui.bench.attribution import Attribution, ThroughputPoint, attribute, in_episode
+from gputui.bench.extras import AttributionNote
 from gputui.bench.request import RunRequest
 from gputui.bench.result import ErrorInfo, Result
-from gputui.bench.run_queue import Finished, Planned, RunQueue
+from gputui.bench.run_queue import Finished, Planned, RunOptions, RunQueue
 from gputui.bench.runner import (
     DEFAULT_GRACE_S,
     DEFAULT_TIMEOUT_S,
@@ -190,7 +190,7 @@ class LiveRun:
         """Per progress window: did it overlap an episode (the attribution's rule)?"""
         if not episodes:
             return [False] * len(self.points)
-        return [any(_window_inside(p, ep, now) for ep in episodes) for p in self.points]
+        return [any(in_episode(p, ep, now) for ep in episodes) for p in self.points]
 
 
 class BenchSession:
@@ -263,9 +263,9 @@ class BenchSession:
         """Queue a validated request; returns how many runs are ahead of it (0: started
         now)."""
         self.runs.grace_s = self.grace_s
-        self.runs.run_options = {"worker_cmd": self.worker_cmd, "env": self.env,
-                                 # the monitor's sampler: NVML is not opened twice
-                                 "sampler": self._sampler()}
+        # The monitor's sampler as it is now (replay or a reopened NVML replace it).
+        self.runs.run_options = RunOptions(sampler=self._sampler(),
+                                           worker_cmd=self.worker_cmd, env=self.env)
         planned = Planned(request, request_label(request), timeout_s=self.timeout_s)
         live = LiveRun(planned)
         self.lives[planned.id] = live
@@ -346,12 +346,11 @@ class BenchSession:
         live.thread_attributions = attributions
         if not attributions:
             return result
-        extra = dict(result.extra)
-        extra["throttle_attribution"] = [
-            {"text": a.text(result.unit), "drop_pct": a.drop_pct, "inside": a.inside,
-             "outside": a.outside, "episode": a.episode.to_dict(now=ended)}
-            for a in attributions]
-        return replace(result, extra=extra)
+        notes = tuple(AttributionNote(text=a.text(result.unit), drop_pct=a.drop_pct,
+                                      inside=a.inside, outside=a.outside,
+                                      episode=a.episode.to_dict(now=ended))
+                      for a in attributions)
+        return replace(result, extra=replace(result.extra, throttle_attribution=notes))
 
     def _finished_thread(self, finished: Finished) -> None:
         self._post(RunFinished(finished, datetime.now(UTC)))

@@ -30,7 +30,7 @@ from gputui.fleet.poller import Poller
 from gputui.fleet.view import alert_text, host_rows
 from gputui.safe_text import printable
 from gputui.ui.terminal_watch import watch_terminal
-from gputui.ui.terminal_writer import DiffingDriver
+from gputui.ui.terminal_writer import diffing_driver
 from gputui.ui.widgets.footer import KeyFooter
 
 COLUMNS = ("Host", "GPU", "Model", "Util", "SM active", "Memory", "Power", "Temp",
@@ -66,7 +66,7 @@ class FleetApp(App[None]):
     ]
 
     def __init__(self, poller: Poller, *, interval: float = 2.0) -> None:
-        super().__init__(driver_class=DiffingDriver)  # only the cells that changed
+        super().__init__(driver_class=diffing_driver())  # only the cells that changed
         self.poller = poller
         self.interval = interval
         self.snapshot: FleetSnapshot | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gputui.ui.widgets.gpu_view import HISTORY_METRICS
+from gputui.ui.widgets.panel_grid import PanelGrid
 
 BOTTOM_MIN_ROWS = 10  # host panel + a few process rows must stay visible under the GPUs
 BOTTOM_ROOMY_ROWS = 20  # taller sparklines only if the bottom keeps at least this much
@@ -30,11 +30,10 @@ SPARK_ROWS_MAX = 3  # sparklines grow to this many rows when the terminal has ro
 
 
 def panel_height(spark_rows: int = 1) -> int:
-    """A panel's height with a one-line state: border, one history row (gauge, sparkline,
-    scale) per metric, each `spark_rows` tall, the fan row with the time axis, the state.
-    Tall sparklines get a blank row between neighbours so that they never run together."""
-    gaps = len(HISTORY_METRICS) - 1 if spark_rows > 1 else 0
-    return 2 + len(HISTORY_METRICS) * spark_rows + gaps + 2
+    """A panel's height with a one-line state and no verdict: its grid (one band per
+    history metric, `spark_rows` tall, the fan row with the time axis, the state) inside
+    its border."""
+    return 2 + PanelGrid(0, spark_rows).height
 
 
 PANEL_HEIGHT = panel_height(1)

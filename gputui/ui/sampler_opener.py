@@ -17,15 +17,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from gputui.telemetry.kernel_paths import KernelPaths
 from gputui.telemetry.sampler import Sampler
 
 Deliver = Callable[[Sampler], bool]  # True: taken; False: the receiver is gone
 
 
 class SamplerOpener:
-    def __init__(self, *, interval: float, profile: str) -> None:
+    def __init__(self, *, interval: float, profile: str,
+                 paths: KernelPaths | None = None, idle_w: float | None = None) -> None:
         self.interval = interval
         self.profile = profile
+        self.paths = paths or KernelPaths()
+        self.idle_w = idle_w
         self._lock = threading.Lock()
         self._opened: Sampler | None = None  # opened, not yet handed over
         self._handed: Sampler | None = None  # handed over, not yet confirmed taken
@@ -41,7 +45,9 @@ class SamplerOpener:
         return self
 
     def _run(self) -> None:
-        sampler = Sampler.open(interval=self.interval, profile=self.profile, alerts=True)
+        sampler = Sampler.open(interval=self.interval, profile=self.profile, alerts=True,
+                               sysfs=self.paths.sysfs, procfs=self.paths.procfs,
+                               rootfs=self.paths.rootfs, idle_w=self.idle_w)
         with self._lock:
             if self._cancelled:
                 deliver = None

@@ -9,8 +9,8 @@ passthrough (`\\ePtmux;...\\e\\\\`), which tmux 3.3+ forwards with
 
 Textual owns the terminal: everything goes through its driver's writer (a queue served by
 its output thread, so writing from the notifier's thread cannot interleave with a frame's
-bytes). `App._driver` is private to Textual; this module is the only place that touches it,
-and without it only the bell (a public App method) sounds.
+bytes). The driver is private to Textual: this module gets it from
+`textual_adapter.app_driver`, and without it only the bell (a public App method) sounds.
 """
 
 from __future__ import annotations

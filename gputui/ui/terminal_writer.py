@@ -20,7 +20,10 @@ terminal's size changes, when the alternate screen is entered or left, and when 
 application mode (re)starts (after ctrl+z, say).
 
 `DiffingDriver` is Textual's Linux driver with this filter in front of its writer; the
-app picks it through Textual's public `App(driver_class=...)`.
+apps pick it through Textual's public `App(driver_class=diffing_driver())`. The grammar
+above is Textual's output as the Textual versions the adapter is tested with write it, so
+`diffing_driver()` gives it only there (`textual_adapter.supported`); on any other
+version the apps run with Textual's own driver and its bytes go out as Textual made them.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import threading
 
 from rich.cells import cell_len
 from textual.drivers.linux_driver import LinuxDriver
+
+from gputui.ui import textual_adapter
 
 # One cell: (character, SGR parameters in effect); a wide character's second cell is
 # ("", style). None: not known (never written, or erased as a side effect).
@@ -321,6 +326,12 @@ class DiffingDriver(LinuxDriver):
         """Something else wrote to the terminal: the next frame goes out whole (ctrl+l)."""
         with self._lock:
             self.screen_diff.forget()
+
+
+def diffing_driver() -> type[DiffingDriver] | None:
+    """The driver an app runs with: DiffingDriver on a Textual version the adapter is
+    tested with, else None (Textual's own)."""
+    return DiffingDriver if textual_adapter.supported() else None
 
 
 def _narrow(text: str) -> bool:

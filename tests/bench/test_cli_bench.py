@@ -96,6 +96,12 @@ def test_list_does_not_import_torch() -> None:
         (["run", "cnn-infer", "--mode", "latency", "--batch-size", "4"],
          "latency mode is single-stream: batch size 1"),
         ([], "choose a bench command"),
+        (["run", "lm-infer", "--batch-sizes", "1,0"], "--batch-sizes"),
+        (["run", "lm-infer", "--batch-sizes", "1,x"], "not a whole number: 'x'"),
+        (["run", "lm-infer", "--batch-sizes", ","], "comma-separated list"),
+        (["run", "matmul", "--batch-sizes", "1,2"], "not matmul"),
+        (["run", "lm-infer", "--batch-sizes", "1,2", "--batch-size", "8"],
+         "give --batch-size or --batch-sizes, not both"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(argv: list[str], fragment: str, gputui: Gputui) -> None:
@@ -257,12 +263,13 @@ def test_profile_prints_top_ops_and_trace_path_lstm(data_dir: Path, gputui: Gput
     (doc,) = results_store.history().results
     assert doc.model == "lstm" and doc.status == "ok"
     assert doc.samples == 3 * 2 * 8 and doc.unit == "tokens/s"
-    prof = doc.extra["profile"]
-    trace = Path(prof["trace_path"])
+    prof = doc.extra.profile
+    assert prof is not None and prof.trace_path is not None
+    trace = Path(prof.trace_path)
     assert trace.is_file() and trace.parent.parent == data_dir / "profiles"
     out = " ".join(proc.stdout.split())  # rich may wrap long cells
     assert "top ops" in out
-    assert prof["top_ops"][0]["name"] in out
+    assert prof.top_ops[0].name in out
     assert f"Chrome trace: {trace}" in proc.stdout.replace("\n", "")
 
 

@@ -39,7 +39,8 @@ def test_gpu_config_of_a_cuda_run_is_read_by_the_runner(fake_nvml: Any) -> None:
     env = {**os.environ, "FAKE_WORKER_MODE": "cuda_timed", "PYTHONPATH": str(REPO)}
     result = BenchRun(make_request("cnn-train", device="cuda"), env=env,
                       worker_cmd=[sys.executable, str(FAKE)]).run()
-    gpu = result.config["gpu"]
+    assert result.config.gpu is not None
+    gpu = result.config.gpu.to_json()
     assert set(gpu) == set(GPU_KEYS)  # every key, None where the fake has no value
     assert gpu["gpu_index"] == 0
     assert gpu["power_limit_enforced_w"] == 500.0
@@ -55,7 +56,8 @@ def test_a_cpu_run_records_every_key_null_where_it_has_none() -> None:
     env = {**os.environ, "FAKE_WORKER_MODE": "ok", "PYTHONPATH": str(REPO)}
     result = BenchRun(make_request("cnn-train", device="cpu"), env=env,
                       worker_cmd=[sys.executable, str(FAKE)]).run()
-    assert result.config["gpu"] == dict.fromkeys(GPU_KEYS)
+    assert result.config.gpu is not None
+    assert result.config.gpu.to_json() == dict.fromkeys(GPU_KEYS)
 
 
 @needs_torch

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gputui.bench.config import config_words
+from gputui.bench.config import RunConfig, config_words
 from gputui.bench.ddp_topology import read_topology, topology, topology_words
 from gputui.bench.result import Result
 from gputui.telemetry.topology import GpuLink, norm_bus_id
@@ -21,13 +21,6 @@ def _open() -> Any:
     src = NvmlSource()
     src.open()
     return src
-
-
-class _Sampler:
-    """What the runner hands over: a telemetry sampler with an open NVML source."""
-
-    def __init__(self, nvml: Any) -> None:
-        self.nvml = nvml
 
 
 # --------------------------------------------------------------------------- pure mapping
@@ -68,7 +61,7 @@ def test_single_gpu_and_cpu_ranks_have_no_topology() -> None:
     # Two ranks on one GPU: listed, no pair.
     both = topology(["GPU-a", "GPU-a"], {"GPU-a": 0}.get, never)
     assert both is not None and both["pairs"] == []
-    assert topology_words({"topology": both}) == "no two ranks on distinct GPUs of this machine"
+    assert topology_words(both) == "no two ranks on distinct GPUs of this machine"
 
 
 def test_bus_ids_compare_across_nvml_spellings() -> None:
@@ -135,7 +128,7 @@ def test_runner_side_read_maps_uuids_in_cuda_order(fake_nvml: Any) -> None:
     src = _open()
     try:
         # CUDA_VISIBLE_DEVICES=3,0: rank 0 runs on NVML GPU 3, rank 1 on GPU 0.
-        topo = read_topology(_Sampler(src), [U[3], U[0]])
+        topo = read_topology(src, [U[3], U[0]])
     finally:
         src.close()
     assert topo is not None
@@ -143,23 +136,23 @@ def test_runner_side_read_maps_uuids_in_cuda_order(fake_nvml: Any) -> None:
     assert topo["pairs"] == [{
         "gpus": [0, 3], "ranks": [[1], [0]], "link": "PCIe", "nvlink_links": 0,
         "nvswitch": False, "pcie_common_ancestor": "system", "p2p": "PCIe P2P"}]
-    assert read_topology(_Sampler(None), [U[0], U[1]]) is None  # no NVML: no topology
-    assert read_topology(_Sampler(src), None) is None  # a run without rank UUIDs
+    assert read_topology(None, [U[0], U[1]]) is None  # no NVML: no topology
+    assert read_topology(src, None) is None  # a run without rank UUIDs
 
 
 def test_topology_in_the_summary_and_the_saved_json(fake_nvml: Any) -> None:
     fake_nvml.use("topology")
     src = _open()
     try:
-        topo = read_topology(_Sampler(src), [U[0], U[1], U[2]])
+        topo = read_topology(src, [U[0], U[1], U[2]])
     finally:
         src.close()
-    result = Result(id="x", benchmark="cnn-train", config={"topology": topo})
+    result = Result(id="x", benchmark="cnn-train", config=RunConfig(topology=topo))
     again = Result.from_dict(json.loads(json.dumps(result.to_dict())))
-    assert again.config["topology"] == topo
+    assert again.config.topology == topo
     assert dict(config_words(again.config))["GPU topology"] == (
         "GPU 0–1: NVLink ×3, PCIe single switch (PIX), P2P over NVLink; "
         "GPU 0–2: PCIe host bridge (PHB), P2P over PCIe; "
         "GPU 1–2: PCIe host bridge (PHB), P2P over PCIe")
     # A CPU or single-GPU run: null, and no line.
-    assert "GPU topology" not in dict(config_words({"topology": None}))
+    assert "GPU topology" not in dict(config_words(RunConfig(topology=None)))

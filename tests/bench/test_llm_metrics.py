@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -44,6 +45,23 @@ def test_llm_and_flops_fields_round_trip_through_the_result() -> None:
     r = Result(id="x", benchmark="lm-infer", status="ok", llm=s, flops=f)
     back = Result.from_dict(r.to_dict())
     assert back.llm == s and back.flops == f
+
+
+def test_energy_per_output_token_round_trips_and_is_absent_where_unmeasured() -> None:
+    """vLLM's gpu_energy_per_output_token_j: kept where measured; a result saved without
+    it (a CPU run) reads and writes back unchanged."""
+    from dataclasses import replace
+
+    from gputui.bench.lm_view import llm_rows
+
+    s = llm_metrics.summarize([[10.0, 2.0]], batch_size=1, prompt_tokens=3, new_tokens=2)
+    assert "energy_per_output_token_j" not in s.to_dict()
+    measured = replace(s, energy_per_output_token_j=0.125)
+    assert measured.to_dict()["energy_per_output_token_j"] == 0.125
+    r = Result(id="x", benchmark="lm-infer", status="ok", llm=measured)
+    back = Result.from_dict(r.to_dict())
+    assert back.llm is not None and back.llm.energy_per_output_token_j == 0.125
+    assert ("energy", "0.125 J per output token") in llm_rows(back)
 
 
 def test_mfu_from_a_known_peak_and_none_without() -> None:
@@ -99,6 +117,37 @@ def test_mfu_on_a_faked_h100_row_and_null_on_the_cpu() -> None:
     assert cpu.result.flops.achieved_tflops == pytest.approx(100.0)
     assert cpu.result.flops.mfu is None and cpu.result.flops.peak_tflops is None
     assert peak_bytes_per_s(cpu) is None
+
+
+def test_the_backend_label_is_unknown_where_torchs_dispatch_recorder_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """TorchDispatchMode is private to torch: missing, or raising, it costs the label
+    only."""
+    import torch.nn.functional as F
+    import torch.utils._python_dispatch as dispatch
+
+    from gputui.bench.worker.kinds.attention import backend_label
+
+    q = torch.randn(1, 2, 16, 8)
+    calls: list[int] = []
+
+    def attend() -> None:
+        calls.append(1)
+        F.scaled_dot_product_attention(q, q, q)
+
+    assert backend_label(attend) == "flash (cpu)"
+
+    class Broken(dispatch.TorchDispatchMode):
+        def __enter__(self) -> Broken:
+            raise RuntimeError("dispatch modes changed")
+
+    monkeypatch.setattr(dispatch, "TorchDispatchMode", Broken)
+    assert backend_label(attend) == "unknown"
+    monkeypatch.delattr(dispatch, "TorchDispatchMode")
+    assert backend_label(attend) == "unknown"
+    monkeypatch.setitem(sys.modules, "torch.utils._python_dispatch", None)
+    assert backend_label(attend) == "unknown"
+    assert len(calls) == 1  # only the working recorder called it
 
 
 def test_sdpa_backend_names() -> None:

@@ -7,18 +7,19 @@ from typing import Any
 import pytest
 
 from gputui.bench import references
+from gputui.bench.result import Result
 
 A100 = "NVIDIA A100-SXM4-80GB"
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def _infer(**over: Any) -> dict[str, Any]:
+def _infer(**over: Any) -> Result:
     doc: dict[str, Any] = {
         "benchmark": "lm-infer", "model": "llama2-7b", "precision": "bf16", "batch_size": 1,
         "device": "cuda:0", "device_name": A100, "throughput": {"value": 94.41},
         "settings": {"compile": True}}
     doc.update(over)
-    return doc
+    return Result.from_dict(doc)
 
 
 def test_gpt_fast_llama_figure_matches_its_settings() -> None:
@@ -43,10 +44,11 @@ def test_gpt_fast_figure_does_not_match_other_settings(over: dict[str, Any], why
     assert reason is not None and why in reason
 
 
-def _attention(points: list[tuple[str, float]], name: str = H100) -> dict[str, Any]:
-    return {"benchmark": "attention", "model": None, "precision": "bf16", "batch_size": None,
-            "device": "cuda:0", "device_name": name, "throughput": {"value": 1.0},
-            "points": [{"label": lab, "throughput": v} for lab, v in points]}
+def _attention(points: list[tuple[str, float]], name: str = H100) -> Result:
+    return Result.from_dict({
+        "benchmark": "attention", "model": None, "precision": "bf16", "batch_size": None,
+        "device": "cuda:0", "device_name": name, "throughput": {"value": 1.0},
+        "points": [{"label": lab, "throughput": v, "unit": "TFLOP/s"} for lab, v in points]})
 
 
 def test_attention_compared_at_the_flashattention_shape_only() -> None:

@@ -21,7 +21,7 @@ from gputui.bench.stats import percentile
 from gputui.bench.worker import measure
 from gputui.bench.worker.cancel import CancelFlag
 from gputui.bench.worker.context import Ctx
-from gputui.bench.worker.energy import MIN_ENERGY_WINDOW_S, EnergyMeter
+from gputui.bench.worker.energy import MIN_ENERGY_WINDOW_S, EnergyMeter, EnergyReading
 from gputui.bench.worker.memory import PeakRss
 from gputui.bench.worker.timing import latency_loop, timed_loop
 from gputui.bench.worker.workloads import configure_precision, make_workload, synthetic_images
@@ -133,10 +133,11 @@ def test_energy_meter_mj_to_joules_exactly() -> None:
     meter = EnergyMeter(FakeLink([1_000, 41_000]), clock=FakeClock([10.0, 18.0]))
     meter.start()
     out = meter.stop(samples=200)
-    assert out["energy_j_per_sample"] == 0.2  # 40 J / 200 samples
-    assert out["avg_power_w"] == 5.0  # 40 J / 8 s
-    assert out["extra"]["joules"] == 40.0 and out["extra"]["window_s"] == 8.0
-    assert out["extra"]["note"] is None
+    assert out.energy_j_per_sample == 0.2  # 40 J / 200 samples
+    assert out.avg_power_w == 5.0  # 40 J / 8 s
+    assert out.note is not None
+    assert out.note.joules == 40.0 and out.note.window_s == 8.0
+    assert out.note.note is None
 
 
 def test_energy_needs_a_window_of_several_seconds() -> None:
@@ -144,20 +145,23 @@ def test_energy_needs_a_window_of_several_seconds() -> None:
     meter = EnergyMeter(FakeLink([0, 5_000]), clock=FakeClock([0.0, short]))
     meter.start()
     out = meter.stop(samples=100)
-    assert out["energy_j_per_sample"] is None and out["avg_power_w"] is None
-    assert out["extra"]["joules"] == 5.0 and "shorter than" in out["extra"]["note"]
+    assert out.energy_j_per_sample is None and out.avg_power_w is None
+    assert out.note is not None and out.note.note is not None
+    assert out.note.joules == 5.0 and "shorter than" in out.note.note
     res = ResultBuilder(id="x", benchmark="cnn-train")
     measure.record_energy(res, out)
-    assert res.energy_j_per_sample is None and "shorter" in res.extra["energy"]["note"]
+    energy = res.extra.energy
+    assert res.energy_j_per_sample is None and energy is not None
+    assert energy.note is not None and "shorter" in energy.note
     # Counter going backwards (reset, wrap) or unreadable: no figure either.
     for readings in ([5_000, 1_000], [None, 1_000], [0, None]):
         m = EnergyMeter(FakeLink(readings), clock=FakeClock([0.0, 10.0]))
         m.start()
-        assert m.stop(10)["energy_j_per_sample"] is None
+        assert m.stop(10).energy_j_per_sample is None
     # No NVML (CPU): nothing, and no extra.energy.
     off = EnergyMeter(None)
     off.start()
-    assert off.stop(10) == {"energy_j_per_sample": None, "avg_power_w": None, "extra": None}
+    assert off.stop(10) == EnergyReading(energy_j_per_sample=None, avg_power_w=None, note=None)
 
 
 # --------------------------------------------------------------------------- peaks

@@ -23,6 +23,9 @@ SKUS = [
     ("NVIDIA H100 NVL", "H100 NVL", 835.5, 3900),
     ("NVIDIA H200", "H200 SXM", 989.4, 4800),
     ("NVIDIA H200 NVL", "H200 NVL", 835.5, 4800),
+    ("NVIDIA GH200 480GB", "GH200 96GB HBM3", 989.4, 4000),
+    ("NVIDIA GH200 120GB", "GH200 96GB HBM3", 989.4, 4000),
+    ("NVIDIA GH200 144G HBM3e", "GH200 144GB HBM3e", 989.4, 4900),
     ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB", 312.0, 2039),
     ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB", 312.0, 1555),
     ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB", 312.0, 1935),
@@ -49,6 +52,12 @@ SKUS = [
      "RTX PRO 6000 Blackwell Workstation", 500.0, 1792),
     ("NVIDIA GeForce RTX 5090", "RTX 5090", 209.5, 1792),
     ("NVIDIA GeForce RTX 5080", "RTX 5080", 112.6, 960),
+    # AMD, as ROCm torch and gputui's AMD reader name them
+    ("AMD Instinct MI300X", "MI300X", 1307.4, 5300),
+    ("AMD Instinct MI300X OAM", "MI300X", 1307.4, 5300),
+    ("AMD Instinct MI325X", "MI325X", 1307.4, 6000),
+    ("AMD Instinct MI250X", "MI250X GCD", 191.5, 1638.4),
+    ("AMD Instinct MI210", "MI210", 181.0, 1638.4),
 ]
 
 
@@ -72,6 +81,8 @@ def test_bench_peaks_gpu_matches_each_sku(capsys: pytest.CaptureFixture[str], na
     "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
     "NVIDIA RTX A1000",  # not an A10
     "NVIDIA A100X",
+    "AMD Instinct MI250X / MI250",  # one PCI id for both, 5 % apart: no guess
+    "AMD Instinct MI300A",
 ])
 def test_bench_peaks_unknown_name_exits_1_with_one_line(
         capsys: pytest.CaptureFixture[str], name: str) -> None:
@@ -151,6 +162,16 @@ def test_estimate_agrees_with_the_table(name: str, cc: tuple[int, int], sms: int
     assert est.mem_bw_gbps is None  # the bus width is not known: never estimated
 
 
+def test_a_bare_h100_gets_an_estimated_compute_peak_and_no_bandwidth() -> None:
+    """"NVIDIA H100" names no form factor: the worker's lookup (name, compute capability,
+    SM count, max SM clock) estimates its FLOP/s and says why, and never guesses a bus."""
+    found = peaks.lookup("NVIDIA H100", (9, 0), 132, 1980)
+    assert found.row is not None and found.estimated
+    assert found.row.bf16_tflops == pytest.approx(132 * 1980e6 * 4096 / 1e12, abs=0.1)
+    assert found.row.mem_bw_gbps is None
+    assert "H100 SXM" in found.reason and "H100 PCIe" in found.reason
+
+
 def test_bench_peaks_estimate_for_a_gpu_not_in_the_table(
         capsys: pytest.CaptureFixture[str]) -> None:
     # RTX A4000: 48 SMs, 1,560 MHz, cc 8.6 professional: 76.7 dense FP16 (datasheet 153.4
@@ -169,3 +190,23 @@ def test_pct_of_peak() -> None:
     assert peaks.pct_of_peak(494.7, 989.4) == 50.0
     assert peaks.pct_of_peak(None, 989.4) is None
     assert peaks.pct_of_peak(1.0, None) is None
+
+
+def test_amd_rows_dense_figures_and_the_names_the_amd_reader_gives() -> None:
+    from gputui.telemetry.amd.names import name_of
+
+    rows = {name_of(dev, rev): peaks.match(name_of(dev, rev)).row
+            for dev, rev in ((0x74A1, 0), (0x74A5, 0), (0x7408, 0), (0x740F, 2))}
+    assert {n: r.name if r else None for n, r in rows.items()} == {
+        "AMD Instinct MI300X": "MI300X", "AMD Instinct MI325X": "MI325X",
+        "AMD Instinct MI250X": "MI250X GCD", "AMD Instinct MI210": "MI210"}
+    mi300x = rows["AMD Instinct MI300X"]
+    assert mi300x is not None
+    # 304 CUs × 2,100 MHz × dense FLOP/clock/CU, as the datasheet's figures are made
+    for dtype, per_cu in (("fp32", 256), ("tf32", 1024), ("bf16", 2048), ("fp8", 4096)):
+        assert mi300x.tflops(dtype) == pytest.approx(304 * 2.1e9 * per_cu / 1e12, abs=0.06)
+    # An MI250X's GCD is half the module AMD quotes (383 TFLOP/s FP16, 3.2768 TB/s).
+    gcd = rows["AMD Instinct MI250X"]
+    assert gcd is not None and gcd.fp16_tflops == pytest.approx(383.0 / 2, abs=0.05)
+    assert gcd.mem_bw_gbps == 3276.8 / 2 and gcd.tf32_tflops is None
+    assert all(r is not None and "amd.com" in r.source for r in rows.values())

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import torch
 
-from gputui.bench.clock_window import RunMeter, WindowSampler, summarize
+from gputui.bench.clock_window import WindowSampler, summarize
+from gputui.bench.worker.energy import EnergyReading, RunMeter
 from gputui.bench.worker.workloads import configure_precision
 
 from .worker_helpers import check_ok, run_worker
@@ -126,21 +127,21 @@ class NoEnergy:
     def start(self) -> None:
         pass
 
-    def stop(self, samples: int) -> dict[str, Any]:
-        return {"energy_j_per_sample": None, "avg_power_w": None, "extra": None}
+    def stop(self, samples: int) -> EnergyReading:
+        return EnergyReading()
 
 
 def test_run_meter_adds_the_window_to_the_energy_reading() -> None:
     src = Scripted(READINGS[:1])
-    meter = RunMeter(NoEnergy(), WindowSampler(src, every_s=10.0))
+    meter = RunMeter(NoEnergy(), WindowSampler(src, every_s=10.0))  # type: ignore[arg-type]
     meter.start()
     reading = meter.stop(10)
     # Shorter than one period: one reading at the end stands for the window.
-    assert reading["window"]["samples"] == 1
-    assert reading["window"]["clock_sm_mhz_mean"] == 1980
-    off = RunMeter(NoEnergy(), WindowSampler(None))
+    assert reading.window is not None and reading.window.samples == 1
+    assert reading.window.clock_sm_mhz_mean == 1980
+    off = RunMeter(NoEnergy(), WindowSampler(None))  # type: ignore[arg-type]
     off.start()
-    assert off.stop(10)["window"] is None
+    assert off.stop(10).window is None
 
 
 def test_worker_link_reads_clocks_of_its_own_gpu_only(fake_nvml) -> None:
@@ -165,3 +166,13 @@ def test_worker_link_reads_clocks_of_its_own_gpu_only(fake_nvml) -> None:
         assert fake_nvml.count_for("nvmlDeviceGetClockInfo") - before == 2
     finally:
         link.close()
+
+
+def test_a_rocm_build_of_torch_records_its_hip_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gputui.bench.worker.environment import collect_env
+
+    assert collect_env(CPU, None)["hip_version"] == torch.version.hip  # None on this build
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133-dd7f95766", raising=False)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    env = collect_env(CPU, None)
+    assert (env["hip_version"], env["cuda"]) == ("6.2.41133-dd7f95766", None)

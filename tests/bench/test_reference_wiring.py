@@ -57,28 +57,29 @@ def show(gputui: Gputui, result: Result) -> str:
 
 def test_a_matching_run_carries_the_ratio_everywhere(gputui: Gputui) -> None:
     r = run_with(MATCH)
-    ref = r.extra["reference"]
-    assert ref["ratio"] == pytest.approx(2321.8 / 2470.0)
-    assert ref["text"] == "0.94× NVIDIA DeepLearningExamples, A100 80GB, AMP, batch 256"
-    assert ref["reference"]["value"] == 2470.0 and "DeepLearningExamples" in ref["source"]
+    ref = r.extra.reference
+    assert ref is not None
+    assert ref.ratio == pytest.approx(2321.8 / 2470.0)
+    assert ref.text == "0.94× NVIDIA DeepLearningExamples, A100 80GB, AMP, batch 256"
+    assert ref.reference["value"] == 2470.0 and "DeepLearningExamples" in ref.source
     saved = json.loads(gputui("bench", "show", r.id, "--json").stdout)
-    assert saved["extra"]["reference"] == ref
-    assert "vs published" in show(gputui, r) and ref["text"] in show(gputui, r)
+    assert saved["extra"]["reference"] == ref.to_json()
+    assert "vs published" in show(gputui, r) and ref.text in show(gputui, r)
 
 
 def test_a_mismatch_on_batch_gets_no_comparison(gputui: Gputui) -> None:
     r = run_with({**MATCH, "batch_size": 128,
                   "settings": {**MATCH["settings"], "batch_size": 128}})
-    assert "reference" not in r.extra
+    assert r.extra.reference is None
     assert "vs published" not in show(gputui, r)
 
 
 def test_a_mismatch_on_gpu_gets_no_comparison(gputui: Gputui) -> None:
     r = run_with({**MATCH, "device_name": "NVIDIA H100 80GB HBM3"})
-    assert "reference" not in r.extra
+    assert r.extra.reference is None
     assert "vs published" not in show(gputui, r)
 
 
 def test_a_cpu_run_never_gets_a_comparison() -> None:
     r = run_with({**MATCH, "device": "cpu", "device_name": "Test CPU"})
-    assert "reference" not in r.extra
+    assert r.extra.reference is None

@@ -8,6 +8,7 @@ import pytest
 
 from gputui.bench import references
 from gputui.bench.references import RunSettings, compare, mismatch
+from gputui.bench.result import Result
 from gputui.cli import main
 
 AMP_A100 = RunSettings(benchmark="cnn-train", model="resnet50", precision="fp16",
@@ -76,8 +77,9 @@ def test_settings_from_a_result_document() -> None:
     doc = {"benchmark": "cnn-train", "model": "resnet50", "precision": "fp16",
            "batch_size": 256, "device": "cuda:0", "device_name": "NVIDIA A100-SXM4-80GB",
            "settings": {"image_size": 224, "channels_last": True, "nproc": 1}}
-    assert RunSettings.from_result(doc) == AMP_A100
-    assert RunSettings.from_result({**doc, "device": "cpu"}).device_type == "cpu"
+    assert RunSettings.from_result(Result.from_dict(doc)) == AMP_A100
+    assert RunSettings.from_result(Result.from_dict({**doc, "device": "cpu"})).device_type \
+        == "cpu"
 
 
 def test_bench_references_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,11 +112,10 @@ def _a100_amp_doc(value: float, **kw: object) -> dict:
 def test_for_result_and_the_cli_summary_row() -> None:
     from rich.console import Console
 
-    from gputui.bench.result import Result
     from gputui.commands.bench_view import summary_table
 
     doc = _a100_amp_doc(2321.8)
-    c = references.for_result(doc)
+    c = references.for_result(Result.from_dict(doc))
     assert c is not None and c.text.startswith("0.94× NVIDIA DeepLearningExamples")
     console = Console(width=200, record=True)
     console.print(summary_table(Result.from_dict(doc)))
@@ -123,7 +124,7 @@ def test_for_result_and_the_cli_summary_row() -> None:
     assert "0.94× NVIDIA DeepLearningExamples, A100 80GB, AMP, batch 256" in text
     other = _a100_amp_doc(2321.8, batch_size=128)
     other["settings"]["batch_size"] = 128
-    assert references.for_result(other) is None
+    assert references.for_result(Result.from_dict(other)) is None
     console = Console(width=200, record=True)
     console.print(summary_table(Result.from_dict(other)))
     assert "vs published" not in console.export_text()
@@ -133,7 +134,9 @@ def test_for_result_matmul_uses_the_bf16_figure() -> None:
     doc = {"benchmark": "matmul", "model": None, "precision": "fp32", "batch_size": None,
            "device": "cuda:0", "device_name": "NVIDIA H100 80GB HBM3",
            "throughput": {"value": 50.0}, "settings": {"nproc": 1},
-           "extra": {"tflops": {"fp32": 50.0, "bf16": 778.6}}}
-    c = references.for_result(doc)
+           "extra": {"tflops": {"fp32": 50.0, "bf16": 778.6}, "best_shape": {},
+                     "peak_tflops": None, "peak_source": None, "peak_gpu": None}}
+    c = references.for_result(Result.from_dict(doc))
     assert c is not None and c.achieved == 778.6 and c.reference.value == 794.5
-    assert references.for_result({**doc, "device_name": "NVIDIA H100 PCIe"}) is None
+    assert references.for_result(Result.from_dict({**doc, "device_name": "NVIDIA H100 PCIe"})) \
+        is None

@@ -22,6 +22,7 @@ SPECS: list[dict[str, Any]] = [
     {"benchmark": "cnn-train", "nproc": 2, "nnodes": 2, "node_rank": 1,
      "rdzv_endpoint": "10.0.0.5:29400", "baseline_id": "x", "baseline_value": 10.0,
      "baseline_world": 1},
+    {"benchmark": "lm-infer", "device": "cpu", "batch_sizes": [8, 1, 2, 8]},
 ]
 
 
@@ -77,3 +78,29 @@ def test_bad_requests_are_one_line_usage_errors() -> None:
         make_request("cnn-train", device="cpu", precision="fp16")
     with pytest.raises(TypeError):
         make_request("cnn-train", bogus=1)
+
+
+def test_an_explicit_sweep_grid_is_kept_ascending_once_each_and_asks_for_a_sweep() -> None:
+    request = make_request("lm-infer", device="cpu", batch_sizes=[32, 1, 8, 8])
+    assert request.batch_sizes == (1, 8, 32) and request.sweep is True
+    assert request.batch_size is None
+    assert request.resolved("cuda").batch_size == 32  # the grid's largest point
+    assert make_request("cnn-infer", batch_sizes=[1, 4]).sweep is True
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"benchmark": "lm-infer", "batch_sizes": []}, "whole numbers ≥ 1"),
+    ({"benchmark": "lm-infer", "batch_sizes": [0, 2]}, "whole numbers ≥ 1"),
+    ({"benchmark": "lm-infer", "batch_sizes": [2, True]}, "whole numbers ≥ 1"),
+    ({"benchmark": "lm-infer", "batch_sizes": "1,2"}, "whole numbers ≥ 1"),
+    ({"benchmark": "matmul", "batch_sizes": [1, 2]}, "not matmul"),
+    ({"benchmark": "lm-train", "batch_sizes": [2, 4]}, "not lm-train"),
+    ({"benchmark": "lm-infer", "batch_sizes": [1, 2], "batch_size": 4},
+     "--batch-size or --batch-sizes"),
+    ({"benchmark": "cnn-train", "batch_sizes": [1, 2]}, "start at batch 2"),
+])
+def test_bad_sweep_grids_are_one_line_usage_errors(settings: dict[str, Any],
+                                                    message: str) -> None:
+    with pytest.raises(UsageError, match=message) as err:
+        RunRequest.from_dict(settings)
+    assert "\n" not in str(err.value)

@@ -18,7 +18,7 @@ import pytest
 
 from gputui.bench import results_store
 from gputui.bench.request import make_request
-from gputui.bench.run_queue import Finished, Planned, RunQueue
+from gputui.bench.run_queue import Finished, Planned, RunOptions, RunQueue
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,8 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def fake_queue(mode: str, finished: list[Finished], **kw: object) -> RunQueue:
     env = {**os.environ, "FAKE_WORKER_MODE": mode, "PYTHONPATH": str(REPO)}
     return RunQueue(on_finished=finished.append, grace_s=0.2,
-                    run_options={"worker_cmd": [sys.executable, str(FAKE)], "env": env}, **kw)
+                    run_options=RunOptions(worker_cmd=[sys.executable, str(FAKE)], env=env),
+                    **kw)
 
 
 def planned(**kw: object) -> Planned:

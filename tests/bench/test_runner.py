@@ -330,13 +330,33 @@ def test_real_worker_hang_hook_times_out_and_leaves_no_process() -> None:
 
 
 class _FakeSampler:
-    """What the runner needs from a telemetry sampler: its throttle episodes."""
+    """The telemetry a run reads (gputui.bench.telemetry_port.Telemetry): throttle
+    episodes given by the test, ticking at 2 Hz (no reader of the run's own), no NVML."""
+
+    interval = 0.5
+    nvml = None
 
     def __init__(self, episodes: list[Any]) -> None:
         self._episodes = episodes
+        self.listeners: list[Any] = []
 
     def episodes(self) -> list[Any]:
         return list(self._episodes)
+
+    def subscribe(self, fn: Any) -> None:
+        self.listeners.append(fn)
+
+    def unsubscribe(self, fn: Any) -> None:
+        self.listeners.remove(fn)
+
+    def tick(self) -> Any:
+        raise AssertionError("a shared sampler is never ticked by a run")
+
+    def start(self, first_in: float = 0.0) -> None:
+        raise AssertionError("a shared sampler is never started by a run")
+
+    def close(self) -> None:
+        raise AssertionError("a shared sampler is never closed by a run")
 
 
 def _episode(gpu: int, start: Any) -> Any:

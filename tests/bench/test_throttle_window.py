@@ -257,4 +257,4 @@ def test_a_slow_monitor_sampler_gets_a_2_hz_reader_for_the_window(fake_nvml: Any
     w = result.window
     assert w is not None and w.readings >= 1 and w.clock_sm_mhz_mean == 1410
     assert w.throttled_fraction == 0.0 and not result.throttled
-    assert result.config["gpu"]["power_limit_enforced_w"] == 400.0
+    assert result.config.gpu is not None and result.config.gpu.power_limit_enforced_w == 400.0

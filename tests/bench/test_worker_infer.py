@@ -74,3 +74,13 @@ def test_rnn_infer_latency_mode() -> None:
     assert doc["throughput"]["unit"] == "tokens/s"
     assert doc["throughput"]["mean"] > 0 and doc["phases_ms"] is None
     assert sum(p["samples"] for p in run.of("progress")) == 48
+
+
+def test_an_explicit_grid_sweeps_exactly_those_batch_sizes() -> None:
+    run = run_worker({"benchmark": "rnn-infer", "device": "cpu", "model": "lstm",
+                      "batch_sizes": [3, 1], "seq_len": 8, "steps": 2, "warmup": 1,
+                      "threads": 1})
+    doc = check_ok(run)
+    assert [p["batch_size"] for p in doc["points"]] == [1, 3]
+    assert doc["extra"]["sweep_sizes"] == [1, 3]
+    assert doc["settings"]["batch_sizes"] == [1, 3] and doc["settings"]["sweep"] is True

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
-from gputui.bench import flops
-from gputui.bench.lm_shapes import SHAPES
-from tests.bench.worker_helpers import TINY_CNN, check_ok, run_worker
+from gputui.bench import events, flops
+from gputui.bench.lm_shapes import SHAPES, n_params_for_flops
+from tests.bench.worker_helpers import TINY_CNN, Run, check_ok, run_worker, wire, worker_env
 
 torch = pytest.importorskip("torch")
 
@@ -55,9 +59,18 @@ def test_lm_infer_reports_ttft_tpot_and_bandwidth() -> None:
     assert llm["requests"] == 3 and llm["ttft_ms"]["n"] == 3 and llm["itl_ms"]["n"] == 9
     assert llm["decode"] == "eager"
     assert doc["samples"] == 3 * 2 * 4  # generated tokens: the headline's samples
-    assert llm["weight_bytes"] > 0 and llm["kv_cache_bytes"] > 0
-    assert llm["decode_bytes_per_s"] > 0
+    # Read per decode step: every weight but the token table (gathered, 2 rows a step).
+    assert llm["weight_bytes"] == 4 * n_params_for_flops(SHAPES["llama-tiny"])
+    assert llm["kv_cache_bytes"] > 0 and llm["decode_bytes_per_s"] > 0
     assert llm["mbu"] is None and llm["peak_bytes_per_s"] is None
+    # Model FLOPs per generated token hold the prompt's share: the throughput's time holds
+    # each request's prefill of 5 tokens and its 3 decode steps, for 4 tokens a sequence.
+    f = doc["flops"]
+    forward = flops.lm_forward_per_token(SHAPES["llama-tiny"].with_seq_len(5 + 4))
+    assert f["per_sample"] == pytest.approx(forward * (5 + 4 - 1) / 4)
+    assert "(P + G − 1) / G" in f["formula"]
+    assert f["achieved_tflops"] == pytest.approx(
+        f["per_sample"] * doc["throughput"]["value"] / 1e12)
 
 
 def test_attention_points_name_their_backend() -> None:
@@ -91,3 +104,44 @@ def test_lm_infer_repeat_keeps_each_trial_and_pools_the_requests() -> None:
                                "params": {"prompt_len": 4, "new_tokens": 3}}))
     assert len(doc["trials"]) == 2 and all(t > 0 for t in doc["trials"])
     assert doc["llm"]["requests"] == 4 and doc["samples"] == 4 * 3
+
+
+def run_worker_compiling_with_dynamo_eager(spec: dict[str, object]) -> Run:
+    """The worker with torch.compile's backend set to dynamo's "eager": dynamo traces,
+    guards and counts recompiles as it does for inductor, without inductor's C++ builds
+    (minutes on a CPU)."""
+    code = ("import functools, sys, torch\n"
+            "torch.compile = functools.partial(torch.compile, backend='eager')\n"
+            "from gputui.bench.worker.main import main\n"
+            "sys.exit(main(sys.argv[1:]))")
+    cmd = [sys.executable, "-c", code, "--spec-json", json.dumps(spec)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=280,
+                          env=worker_env())
+    evs = [events.decode(ln) for ln in proc.stdout.splitlines() if ln.strip()]
+    return Run(proc.returncode, [wire(e) for e in evs if e is not None], proc.stderr)
+
+
+def test_compiled_sweep_over_ten_batch_sizes_completes() -> None:
+    """Each batch size compiles its own decode graph; dynamo allows a function 8, and with
+    fullgraph=True the 9th was a hard failure (the limit is dynamo's, whatever the
+    backend)."""
+    doc = check_ok(run_worker_compiling_with_dynamo_eager({
+        "benchmark": "lm-infer", **CPU, "model": "gpt-tiny", "compile": True,
+        "batch_sizes": list(range(1, 11)), "steps": 1, "warmup": 0,
+        "params": {"prompt_len": 4, "new_tokens": 3}}))
+    assert [p["batch_size"] for p in doc["points"]] == list(range(1, 11))
+    assert all(p["ok"] and p["throughput"] > 0 for p in doc["points"])
+    assert doc["llm"]["decode"].startswith("torch.compile")
+    assert doc["settings"]["batch_sizes"] == list(range(1, 11))
+    assert doc["settings"]["warmup"] == 1  # compiling happens before the timed requests
+
+
+def test_compiled_lm_train_warms_up_before_timing_even_when_told_not_to() -> None:
+    run = run_worker_compiling_with_dynamo_eager({
+        "benchmark": "lm-train", **CPU, "compile": True, "steps": 2, "warmup": 0,
+        "batch_size": 2})
+    doc = check_ok(run)
+    kinds = [e["event"] for e in run.events]
+    assert "warmup" in kinds and "progress" in kinds
+    assert kinds.index("warmup") < kinds.index("progress")
+    assert doc["settings"]["warmup"] == 1 and doc["steps"] == 2

@@ -236,3 +236,18 @@ def test_each_command_gets_its_own_options_whatever_comes_before_it(cli: CliRunn
     proc = cli("frobnicate")
     assert proc.returncode == 2 and "invalid choice: 'frobnicate'" in proc.stderr
     assert "'doctor'" in proc.stderr  # the choices are listed
+
+
+def test_watch_jsonl_rows_carry_the_gpus_processes_and_energy(gputui: Gputui) -> None:
+    proc = gputui(["watch", "--count", "3", "--interval", "0.2", "--format", "jsonl"])
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(x) for x in proc.stdout.splitlines()]
+    last0 = [r for r in rows if r["gpu"] == 0][-1]
+    assert last0["energy_seen_j"] is not None and last0["energy_seen_j"] >= 0
+    pids = sorted(p["pid"] for p in last0["processes"])
+    assert pids and all(p["gpu"] == 0 for p in last0["processes"])
+    for p in last0["processes"]:
+        assert {"pod", "namespace", "container", "container_id", "qos", "power_w",
+                "energy_j", "energy_method", "energy_estimate"} <= set(p)
+    # The fake's processes are on no pod: no GPU-level pod label.
+    assert last0["pod"] is None and last0["namespace"] is None

@@ -48,9 +48,11 @@ def test_watch_csv_appends_the_gpm_columns(fake_nvml_lib: FakeNvmlLib, run: Run)
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.reader(io.StringIO(proc.stdout)))
     header = rows[0]
-    # Appended after every column that was there before: old parsers keep working.
+    # Appended after every column that was there before (and before any added later):
+    # old parsers keep working.
     assert header[:3] == ["time", "gpu", "name"]
-    assert header[-len(GPM_COLUMNS):] == GPM_COLUMNS
+    at = header.index("stale_s") + 1
+    assert header[at:at + len(GPM_COLUMNS)] == GPM_COLUMNS
     last_h100 = [dict(zip(header, r, strict=True)) for r in rows[1:] if r[1] == "0"][-1]
     assert {c: float(last_h100[c]) for c in GPM_COLUMNS} == {
         c: float(H100_EXPECTED[c]) for c in GPM_COLUMNS}

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main
-from gputui.commands import replay as replay_cmd
 from gputui.telemetry import replay as replay_mod
 from gputui.telemetry.record import Recorder
+from gputui.telemetry.sampler import Sampler
 from gputui.ui.options import AppOptions
 from tests.cli import CliResult, CliRunner
 from tests.factories import gpu, snapshot
@@ -60,9 +60,29 @@ def test_no_file_given(cli: CliRunner) -> None:
     _one_line_usage_error(cli("replay"))
 
 
-def test_speed_bounds_match_the_player() -> None:
-    assert (replay_cmd.MIN_SPEED, replay_cmd.MAX_SPEED) == (replay_mod.MIN_SPEED,
-                                                            replay_mod.MAX_SPEED)
+@pytest.mark.parametrize("speed", ["0.125", "64"])
+def test_the_speeds_the_flag_takes_play_as_given(tmp_path: Path, speed: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flag's bounds are the player's: the slowest and fastest speeds it accepts are
+    played at that speed, not clamped to another."""
+    path = tmp_path / "run.jsonl"
+    rec = Recorder(path, interval=1.0)
+    rec.write(snapshot(0, [gpu(0)]))
+    rec.close()
+    seen: list[AppOptions] = []
+
+    def run_app(options: AppOptions) -> int:
+        seen.append(options)
+        return 0
+
+    fake = types.ModuleType("gputui.ui.app")
+    fake.run_app = run_app  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gputui.ui.app", fake)
+    assert main(["replay", str(path), "--speed", speed]) == 0
+    (options,) = seen
+    assert options.replay is not None
+    player = replay_mod.ReplayPlayer(options.replay, Sampler(), speed=options.replay_speed)
+    assert player.speed == float(speed)
 
 
 def test_warnings_then_the_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -34,8 +34,25 @@ def test_jobs_round_trip_through_the_schema() -> None:
                           "samples": 38400, "tokens": 0, "samples_per_s": 318.25,
                           "tokens_per_s": None, "step_time_s": 0.1006,
                           "updated": "2026-11-21T14:02:14.000Z",
-                          "cuda_visible_devices": "0,1"}]
+                          "cuda_visible_devices": "0,1", "energy_j": None, "power_w": None,
+                          "energy_per_step_j": None, "energy_per_sample_j": None,
+                          "energy_per_token_j": None, "energy_estimate": None,
+                          "energy_by_gpu": []}]
     assert snapshot_from_dict(d).jobs == (JOB,)
+    # A job with energy, ended: both lists keep every figure.
+    from dataclasses import replace
+
+    spent = replace(JOB, energy_j=1234.5, power_w=250.0, energy_per_step_j=25.0,
+                    energy_per_sample_j=0.5, energy_per_token_j=None, energy_estimate=True,
+                    energy_by_gpu=((0, 1000.0), (1, 234.5)))
+    d2 = snapshot_to_dict(snapshot(0, [gpu(0)], jobs=(spent,), jobs_ended=(spent,)))
+    assert d2["jobs"][0]["energy_by_gpu"] == [{"gpu": 0, "energy_j": 1000.0},
+                                              {"gpu": 1, "energy_j": 234.5}]
+    back = snapshot_from_dict(d2)
+    assert back.jobs == (spent,) and back.jobs_ended == (spent,)
+    d2["jobs"][0]["energy_by_gpu"][0]["energy_j"] = "lots"
+    with pytest.raises(SchemaError, match=r"jobs\[0\]\.energy_by_gpu\[0\]\.energy_j"):
+        snapshot_from_dict(d2)
     d["jobs"][0]["samples_per_s"] = "fast"
     with pytest.raises(SchemaError, match=r"jobs\[0\]\.samples_per_s"):
         snapshot_from_dict(d)

@@ -168,7 +168,7 @@ def test_without_nvml_one_line_and_exit_1(tmp_path: Path, run: Run) -> None:
     env.pop("FAKENVML_SCENARIO", None)
     proc = run(["--quick", "--junit", str(tmp_path / "j.xml")], env)
     assert proc.returncode == 1
-    assert proc.stderr.startswith("gputui: doctor needs NVML:")
+    assert proc.stderr.startswith("gputui: doctor needs NVML or an AMD GPU:")
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""
     assert not (tmp_path / "j.xml").exists()
 

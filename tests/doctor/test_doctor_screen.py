@@ -102,7 +102,7 @@ async def test_without_nvml_the_screen_says_why(no_nvml) -> None:
         await _until(pilot, lambda: screen.error is not None)
         await pilot.pause()
         text = str(screen.query_one("#doctor-verdict", Static).render())
-        assert text.startswith("doctor needs NVML: NVML library not found")
+        assert text.startswith("doctor needs NVML or an AMD GPU: NVML library not found")
 
 
 async def test_p_runs_again_with_the_probes() -> None:

@@ -38,24 +38,27 @@ def test_process_columns_detail_screen_and_clock_alert(
         "gpu.0.nvlink": 1, "gpu.0.nvlink_links": 4, "gpu.0.nvlink_down_mask": 8,
         "gpu.0.clock_events_at_s": [2.0, 2.1, 2.2]})
     session = tui(fake_nvml_lib.env(scenario, base=isolated_env), width=160, height=50)
-    session.wait_for(["SM%", "MEM%", "ENC%", "DEC%", "CONTAINER"], timeout=30)
+    # No CONTAINER column: the sleeper runs in none. Its share of the GPU's energy: it has
+    # the GPU to itself.
+    session.wait_for(["SM%", "MEM%", "ENC%", "DEC%", "POWER", "ENERGY"], timeout=30)
     row = session.wait_for(f" {sleeper} ", timeout=15)
     line = next(ln for ln in row.splitlines() if f" {sleeper} " in ln)
     assert "sleep 300" in line and " 87 " in line and " 41 " in line and " 12 " in line
     # Three clock changes in 0.2 s: one alert (its toast may be gone: read the screen).
     session.send_keys("a")
-    screen = session.wait_for("GPU 0: clocks changed 3 times", timeout=15)
+    # (The monitor's toast says the same words: wait for the alerts screen's kind column.)
+    screen = session.wait_for(["GPU 0: clocks changed 3 times", "clock_change"], timeout=15)
     assert screen.count("clock_change") == 1
     session.send_keys("Escape")
     # Wait before the next key: ESC followed at once by "i" reads as alt+i.
-    session.wait_for("CONTAINER", timeout=10)
+    session.wait_for("COMMAND", timeout=10)
     session.send_keys("i")
     screen = session.wait_for(["Identity", "memory (HBM)       71°C of limit 95°C",
                                "links              4, 3 up", "link 3             down"],
                               timeout=10)
     assert "Traceback" not in screen
     session.send_keys("Escape")
-    session.wait_for("CONTAINER", timeout=10)  # back on the monitor
+    session.wait_for("COMMAND", timeout=10)  # back on the monitor
 
 
 DETAIL_LABELS = ("SM clock in tick", "energy", "RX / TX")
@@ -79,7 +82,7 @@ def test_detail_screen_reads_the_fields_the_monitor_does_not(
     so the detail screen (`i`) shows values, never N/A."""
     scenario = write_scenario(tmp_path / "fields.conf", {"device_count": 1})
     session = tui(fake_nvml_lib.env(scenario, base=isolated_env), width=160, height=50)
-    session.wait_for("CONTAINER", timeout=30)
+    session.wait_for("COMMAND", timeout=30)
     session.send_keys("i")
     session.wait_for(["Identity", *DETAIL_LABELS], timeout=10)
     deadline = time.monotonic() + 10

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector, CollectorRegistry
 
+from gputui.fleet.listen import ListenAddress
+from gputui.fleet.metrics_server import MetricsServer
 from tests.fakenvml.harness import FakeNvmlLib, write_scenario
 
 LOOPBACK = "127.0.0.1"
@@ -40,8 +45,9 @@ def gputui_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "gputui", *args]
 
 
-def http_get(url: str, timeout: float = 5.0) -> str:
-    with NO_PROXY.open(url, timeout=timeout) as resp:
+def http_get(url: str, timeout: float = 5.0,
+             opener: urllib.request.OpenerDirector = NO_PROXY) -> str:
+    with opener.open(url, timeout=timeout) as resp:
         return resp.read().decode()
 
 
@@ -81,12 +87,43 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what} ({last_exc!r})")
 
 
+class _One(Collector):
+    def collect(self) -> Iterator[Metric]:
+        fam = GaugeMetricFamily("test_value", "A constant.")
+        fam.add_metric([], 42.0)
+        yield fam
+
+
+@contextlib.contextmanager
+def serving(collector: Collector | None = None, **kw: Any) -> Iterator[MetricsServer]:
+    """A MetricsServer in this process on 127.0.0.1 (a free port) serving `collector`'s
+    metrics (default `test_value 42.0`); `kw` goes to MetricsServer. Nothing a client does
+    may be reported as the server's error."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector or _One())
+    errors: list[str] = []
+    server = MetricsServer(ListenAddress(LOOPBACK, 0), registry, on_error=errors.append, **kw)
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True)
+    t.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        t.join(10)
+    assert errors == [], errors
+
+
 @dataclass
 class Exporter:
     proc: subprocess.Popen[bytes]
     port: int
     stdout: Path
     stderr: Path
+    scheme: str = "http"
+    # How the tests read it: with the CA and password a --web.config.file asks for.
+    opener: urllib.request.OpenerDirector = NO_PROXY
 
     @property
     def target(self) -> str:
@@ -94,10 +131,10 @@ class Exporter:
 
     @property
     def url(self) -> str:
-        return f"http://{self.target}/metrics"
+        return f"{self.scheme}://{self.target}/metrics"
 
     def scrape(self) -> Series:
-        return parse_page(http_get(self.url))
+        return parse_page(http_get(self.url, opener=self.opener))
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
         if self.proc.poll() is None:
@@ -119,7 +156,8 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
     started: list[Exporter] = []
 
     def start(scenario: str | os.PathLike[str] | Mapping[str, Any], *, hostname: str,
-              interval: float = 0.5, port: int = 0, extra: tuple[str, ...] = ()) -> Exporter:
+              interval: float = 0.5, port: int = 0, extra: tuple[str, ...] = (),
+              opener: urllib.request.OpenerDirector = NO_PROXY) -> Exporter:
         n = len(started)
         if isinstance(scenario, Mapping):
             scenario = write_scenario(tmp_path / f"exporter{n}.conf", scenario)
@@ -133,22 +171,24 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
                 gputui_cmd("export", "--listen", f"{LOOPBACK}:{port}", "--interval", str(interval),
                            "--hostname", hostname, *extra),
                 env=env, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
-        exp = Exporter(proc, 0, out, err)
+        exp = Exporter(proc, 0, out, err, opener=opener)
         started.append(exp)
 
         def announced() -> int | None:
             if proc.poll() is not None:
                 raise AssertionError(f"exporter exited {proc.returncode}: {err.read_text()}")
             for line in out.read_text().splitlines():
-                if "serving metrics on http://" in line:
-                    return int(line.rsplit(":", 1)[1].split("/", 1)[0])
+                found = re.search(r"serving metrics on (https?)://[^ ]*:(\d+)/metrics", line)
+                if found:
+                    exp.scheme = found.group(1)
+                    return int(found.group(2))
             return None
 
         exp.port = wait_for(announced, START_TIMEOUT_S, "the exporter to announce its port")
         # Ready when a snapshot after the first is served: host metrics come with every
         # snapshot, CPU % from the second tick on (the first has no window to measure).
-        wait_for(lambda: "gputui_host_cpu_percent" in http_get(exp.url), START_TIMEOUT_S,
-                 "the second snapshot on /metrics")
+        wait_for(lambda: "gputui_host_cpu_percent" in http_get(exp.url, opener=opener),
+                 START_TIMEOUT_S, "the second snapshot on /metrics")
         return exp
 
     try:
@@ -165,7 +205,9 @@ class LoopbackHttpServer:
         self.server = http.server.ThreadingHTTPServer((LOOPBACK, 0), handler)
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll: close() waits for it, and tests close several servers each.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                       daemon=True)
         self.thread.start()
 
     @property

@@ -3,48 +3,23 @@ connections, clients that hang up early. All on 127.0.0.1."""
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import struct
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector, CollectorRegistry
-
-from gputui.fleet.listen import ListenAddress
-from gputui.fleet.metrics_server import MetricsServer
-from tests.fleet.conftest import LOOPBACK, ExporterFactory, http_get, parse_page, value, wait_for
+from tests.fleet.conftest import (
+    LOOPBACK,
+    ExporterFactory,
+    http_get,
+    parse_page,
+    serving,
+    value,
+    wait_for,
+)
 
 FULL_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
 HALF_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: "  # the rest never comes
-
-
-class _One(Collector):
-    def collect(self) -> Iterator[Metric]:
-        fam = GaugeMetricFamily("test_value", "A constant.")
-        fam.add_metric([], 42.0)
-        yield fam
-
-
-@contextlib.contextmanager
-def serving(**kw: float) -> Iterator[MetricsServer]:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_One())
-    errors: list[str] = []
-    server = MetricsServer(ListenAddress(LOOPBACK, 0), registry, on_error=errors.append,
-                           **kw)  # type: ignore[arg-type]
-    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True)
-    t.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        t.join(10)
-    assert errors == [], errors  # nothing a client did is the server's error
 
 
 def _connect(port: int, data: bytes) -> socket.socket:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputui import cli
-from gputui.notify.cli import apply_config
+from gputui.commands.config_args import apply_config
 from gputui.notify.settings import NotifySettings
 
 GOOD = """\
@@ -89,17 +89,17 @@ def test_the_default_place_is_the_user_config_dir(tmp_path: Path,
 @pytest.mark.parametrize(("text", "line", "reason"), [
     ("interval = 1\n\n[notify\ncommand = 'x'\n", 3, "Expected ']' at the end of a table "
      "declaration"),
-    ("interval = 0.01\n", 1, "interval: must be a number of seconds, at least 0.1"),
+    ("interval = 0.01\n", 1, "interval: must be between 0.1 and 3600 seconds"),
     ("theme = 'nord'\nintervall = 2\n", 2, "intervall: unknown setting (known: interval, "
-     "theme, notify)"),
+     "theme, notify, path, energy)"),
     ("[notify]\nterminal = true\nmin_duration = 'long'\n", 3,
      "min_duration: must be a number of seconds (0 or more)"),
     ("[notify]\n\nkinds = ['throttle', 'fire']\n", 3, "kinds: unknown kind 'fire' (known: "
      "throttle, temperature, memory_temperature, memory_full, remap, lost, stale, xid, ecc, "
      "clock_change, gpm_busy, job_slowdown)"),
     ("[notify]\nterminal = 'yes'\n", 2, "terminal: must be true or false"),
-    ("[notify]\nwebhook = 'x'\n", 2, "webhook: unknown setting (known: webhooks, command, "
-     "terminal, min_duration, kinds)"),
+    ("[notify]\nwebhook = 'x'\n", 2, "webhook: unknown setting (known: webhooks, "
+     "webhooks_file, command, terminal, min_duration, kinds)"),
 ])
 def test_a_malformed_file_is_one_line_with_the_file_and_line(
         config, capsys: pytest.CaptureFixture[str], text: str, line: int,

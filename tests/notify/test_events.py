@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from gputui.notify.events import Event, EventTracker
-from gputui.telemetry.alerts import Alert, alert_key
+from gputui.telemetry.alert import Alert, alert_key
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.model import GpuEvent, GpuSample
 from gputui.telemetry.sampler import Sampler

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from gputui.notify.command import CommandSink
 from gputui.notify.events import Event, EventTracker
 from gputui.notify.notifier import Notifier, summary_lines
-from gputui.notify.sinks import CommandSink, DeliveryError, WebhookSink, url_host
+from gputui.notify.sinks import DeliveryError, url_host
+from gputui.notify.webhook import WebhookSink
 from tests.factories import T0
 from tests.notify.conftest import Receiver, Silent
 
@@ -23,7 +25,7 @@ SECRET = "T0000/B0000/XXXXsecrettokenXXXX"
 
 def quick(url: str, **kw: float) -> WebhookSink:
     """A webhook sink with short waits (the defaults: 5 s timeout, 1 s then 2 s back-off)."""
-    return WebhookSink(url, timeout_s=kw.get("timeout_s", 0.5),
+    return WebhookSink(url, deadline_s=kw.get("deadline_s", 0.5),
                        backoff_s=kw.get("backoff_s", 0.01))
 
 
@@ -50,8 +52,8 @@ def test_webhook_does_not_retry_a_refusal(receiver: Receiver) -> None:
 
 
 def test_webhook_that_never_answers_times_out(silent: Silent) -> None:
-    with pytest.raises(DeliveryError, match=r"^no answer within 0\.2 s$"):
-        WebhookSink(silent.url(), timeout_s=0.2, attempts=1).send(EVENT, threading.Event())
+    with pytest.raises(DeliveryError, match=r"^no complete answer within 0\.2 s$"):
+        WebhookSink(silent.url(), deadline_s=0.2, attempts=1).send(EVENT, threading.Event())
 
 
 def test_a_url_is_shown_by_its_host_only(failing: Receiver) -> None:
@@ -67,7 +69,7 @@ def test_a_url_is_shown_by_its_host_only(failing: Receiver) -> None:
     assert failing.paths[0] == f"/services/{SECRET}?token=abc"
     assert lines == [
         f"webhook 127.0.0.1:{failing.port}: event not delivered (HTTP 500); further failures "
-        "are counted",
+        "are said at most once every 60 s",
         f"notify: webhook 127.0.0.1:{failing.port}: 1 of 1 event not delivered "
         "(last error: HTTP 500)",
     ]
@@ -78,7 +80,7 @@ def test_a_url_is_shown_by_its_host_only(failing: Receiver) -> None:
 def test_a_hanging_webhook_delays_nothing_and_is_counted(receiver: Receiver,
                                                          silent: Silent) -> None:
     lines: list[str] = []
-    hanging = WebhookSink(silent.url(), timeout_s=60, attempts=1)
+    hanging = WebhookSink(silent.url(), deadline_s=60, attempts=1)
     notifier = Notifier(EventTracker(), [hanging, quick(receiver.url())], report=lines.append)
     notifier.publish([EVENT, EVENT])  # returns at once although nothing answers
     assert silent.accepted.wait(10)
@@ -93,13 +95,14 @@ def test_a_hanging_webhook_delays_nothing_and_is_counted(receiver: Receiver,
 
 def test_a_full_queue_counts_what_it_could_not_take(silent: Silent) -> None:
     lines: list[str] = []
-    notifier = Notifier(EventTracker(), [WebhookSink(silent.url(), timeout_s=60, attempts=1)],
+    notifier = Notifier(EventTracker(), [WebhookSink(silent.url(), deadline_s=60, attempts=1)],
                         report=lines.append, queue_size=2)
     notifier.publish([EVENT] * 10)
     stats = notifier.close(drain_s=0)
     assert stats[0].undelivered == 10 and stats[0].delivered == 0
-    assert lines == [f"webhook 127.0.0.1:{silent.port}: queue full, events are counted as "
-                     "not delivered"]
+    assert lines == [f"webhook 127.0.0.1:{silent.port}: event not delivered (queue full, the "
+                     "sink is not keeping up); further failures are said at most once every "
+                     "60 s"]
 
 
 def test_command_gets_the_json_and_the_environment(tmp_path: Path) -> None:

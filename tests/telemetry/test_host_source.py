@@ -197,7 +197,8 @@ def test_description_keeps_every_field_nvml_gave() -> None:
                            kind="compute+graphics", sm_util_pct=71, mem_util_pct=33,
                            enc_util_pct=4, dec_util_pct=5)
     (out,) = src.describe((nvml_side,))
-    host_side = {"user", "command", "cpu_pct", "rss_bytes", "started", "container"}
+    host_side = {"user", "command", "cpu_pct", "rss_bytes", "started", "container",
+                 "container_id", "pod", "namespace", "pod_uid", "qos"}
     for f in dataclasses.fields(GpuProcess):
         if f.name not in host_side:
             assert getattr(out, f.name) == getattr(nvml_side, f.name), f.name

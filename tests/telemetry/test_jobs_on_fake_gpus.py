@@ -169,7 +169,8 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
             assert j.samples_per_s == BATCH / STEP_S and j.step_time_s == STEP_S
             assert j.tokens_per_s == pytest.approx((j.samples_per_s or 0) * 128)
         # The exporter serves the same numbers, one series per job and GPU.
-        (samples_family, _tokens) = list(job_metrics(last))
+        samples_family = next(f for f in job_metrics(last)
+                              if f.name == "gputui_job_samples_per_second")
         served = {(s.labels["pid"], s.labels["gpu"]): s.value for s in samples_family.samples}
         assert served[(str(pids["A"]), "0")] == by_pid[pids["A"]].samples_per_s
 

@@ -6,8 +6,9 @@ import threading
 import pytest
 
 from gputui.telemetry.history import History, history_capacity
+from gputui.telemetry.model import GpuSample
 from gputui.telemetry.sampler import Sampler
-from tests.factories import gpu, snapshot
+from tests.factories import HandSource, device, gpu, snapshot
 
 
 def test_history_keeps_fifteen_minutes_at_one_hertz_and_stays_bounded() -> None:
@@ -73,15 +74,16 @@ def test_ingest_tracks_throttling_and_notifies_listeners() -> None:
     assert not s.episodes()[0].ongoing
 
 
-class _SlowDriver:
+class _SlowDriver(HandSource):
     """Stands in for NVML on a driver whose calls take longer than the interval, on a
     fake clock: each read takes `delay` seconds of it, and the sampler's wait for its
     next tick moves it by the seconds waited. After `reads` reads the wait blocks on
-    the sampler's stop event, as the real one does."""
-
-    system = None
+    the sampler's stop event, as the real one does. Reads before `armed` (the reader
+    thread's first, as it opens the device) take no time."""
 
     def __init__(self, delay: float, reads: int) -> None:
+        super().__init__((device(0),))
+        self.armed = False
         self.delay = delay
         self.reads = reads
         self.now = 0.0
@@ -91,10 +93,11 @@ class _SlowDriver:
     def clock(self) -> float:
         return self.now
 
-    def read(self) -> tuple[tuple[()], tuple[()]]:
-        self.starts.append(self.now)
-        self.now += self.delay
-        return (), ()
+    def sample(self, index: int) -> GpuSample:
+        if self.armed:
+            self.starts.append(self.now)
+            self.now += self.delay
+        return super().sample(index)
 
     def wait(self, stop: threading.Event, seconds: float) -> None:
         self.now += seconds
@@ -106,7 +109,9 @@ class _SlowDriver:
 def test_slow_reads_skip_ticks_instead_of_piling_up() -> None:
     # Each read takes four intervals (exact binary fractions: no rounding in the sums).
     drv = _SlowDriver(delay=0.5, reads=4)
-    s = Sampler(interval=0.125, nvml=drv, clock=drv.clock, wait=drv.wait)
+    s = Sampler(interval=0.125, source=drv, clock=drv.clock, wait=drv.wait)
+    s.read()  # the device's reader thread opens it and is idle once this returns
+    drv.armed = True
     s.start()
     assert drv.enough.wait(30)
     s.stop()
@@ -145,25 +150,22 @@ def test_process_host_facts_are_read_with_each_process_list_not_every_tick() -> 
             self.calls += 1
             return super().describe(procs)
 
-    class ListEveryThirdTick:
-        """A stand-in source: a new process list on every third read, as NvmlSource."""
+    class ListEveryThirdTick(HandSource):
+        """A new process list on every third read, as NvmlSource."""
 
-        def __init__(self) -> None:
-            self.n = 0
-            self.procs: tuple[GpuProcess, ...] = ()
-
-        def read(self) -> tuple[tuple[()], tuple[GpuProcess, ...]]:
-            if self.n % 3 == 0:
-                self.procs = (GpuProcess(0, os.getpid(), 2**30),)
-            self.n += 1
-            return (), self.procs
+        def processes(self, index: int) -> tuple[GpuProcess, ...]:
+            return (GpuProcess(0, os.getpid(), 2**30),)
 
     host = CountingHost()
-    s = Sampler(interval=1.0, nvml=ListEveryThirdTick(), host=host)
+    s = Sampler(interval=1.0, source=ListEveryThirdTick((device(0),), process_every=3),
+                host=host)
     snaps = [s.tick() for _ in range(7)]
     assert host.calls == 3  # ticks 0, 3 and 6
     # Every tick shows this process with its host-side facts.
     assert all(snap.processes[0].pid == os.getpid() for snap in snaps)
     assert all(snap.processes[0].command for snap in snaps)
-    assert snaps[1].processes is snaps[0].processes
-    assert snaps[3].processes is not snaps[2].processes
+    # The ticks between lists carry the facts of the last description (each tick's
+    # records are new only for their energy shares).
+    host_facts = [(p.user, p.command, p.cpu_pct, p.rss_bytes)
+                  for snap in snaps for p in snap.processes]
+    assert host_facts[1] == host_facts[0] and host_facts[2] == host_facts[0]

@@ -8,7 +8,7 @@ import pytest
 from gputui.errors import UsageError
 from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.record import Recorder, load_recording
-from gputui.telemetry.schema import snapshot_from_dict, snapshot_to_dict
+from gputui.telemetry.schema import SchemaError, snapshot_from_dict, snapshot_to_dict
 from tests.factories import gpu, snapshot
 
 GPU_KEYS = {"index", "name", "uuid", "pci_bus_id", "util_gpu_pct", "util_mem_pct",
@@ -36,7 +36,10 @@ def test_json_document_has_the_documented_shape() -> None:
                                  "started": None, "command": "python train.py",
                                  "sm_util_pct": None, "mem_util_pct": None,
                                  "enc_util_pct": None, "dec_util_pct": None,
-                                 "container": None}
+                                 "container": None, "container_id": None, "pod": None,
+                                 "namespace": None, "pod_uid": None, "qos": None,
+                                 "power_w": None, "energy_j": None, "energy_method": None,
+                                 "energy_estimate": None}
     json.dumps(d)  # serialisable as is
 
 
@@ -45,6 +48,50 @@ def test_snapshot_round_trips_through_json() -> None:
     back = snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))))
     assert back.gpus == snap.gpus
     assert back.time == snap.time and back.host == snap.host and back.system == snap.system
+
+
+def test_pods_and_energy_round_trip_and_are_checked() -> None:
+    from gputui.telemetry.model import GpuEnergy
+
+    p = GpuProcess(0, 7, 2**30, container="trainer", container_id="c" * 64, pod="llama-0",
+                   namespace="ml", pod_uid="u-1", qos="guaranteed", power_w=120.5,
+                   energy_j=900.0, energy_method="sm_share", energy_estimate=True)
+    snap = snapshot(3, [gpu(0), gpu(1)], processes=(p,),
+                    gpu_energy=(GpuEnergy(0, 1000.0, 100.0, 100.0, 50.0),))
+    d = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert d["gpus"][0]["energy_seen_j"] == 1000.0 and d["gpus"][1]["energy_seen_j"] is None
+    back = snapshot_from_dict(d)
+    assert back.processes == (p,) and back.gpu_energy == snap.gpu_energy
+    d["processes"][0]["energy_estimate"] = "yes"
+    with pytest.raises(SchemaError, match=r"processes\[0\]\.energy_estimate"):
+        snapshot_from_dict(d)
+    d["processes"][0]["energy_estimate"] = None
+    d["gpus"][0]["energy_idle_j"] = "lots"
+    with pytest.raises(SchemaError, match=r"gpus\[0\]\.energy_idle_j"):
+        snapshot_from_dict(d)
+
+
+def test_an_amd_gpu_round_trips_and_an_old_recording_reads_as_nvidia() -> None:
+    from dataclasses import replace
+
+    from gputui.telemetry.model import SystemInfo
+    from tests.factories import device
+
+    amd = gpu(1, info=device(1, name="AMD Instinct MI300X", vendor="amd"),
+              throttle_mask=0x80004, temp_junction_c=71, temp_edge_c=None)
+    snap = snapshot(3, [gpu(0), amd], system=SystemInfo("580.65.06", None, "13.0", "6.12"))
+    doc = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert [g["vendor"] for g in doc["gpus"]] == ["nvidia", "amd"]
+    assert doc["gpus"][1]["throttle_reasons"] == ["sw_power_cap", "prochot"]
+    back = snapshot_from_dict(doc)
+    assert back.gpus == snap.gpus and back.system == snap.system
+    # A recording from before AMD GPUs were read: no vendor, no amdgpu version.
+    for g in doc["gpus"]:
+        del g["vendor"], g["temp_junction_c"], g["temp_edge_c"]
+    del doc["amd_driver_version"]
+    old = snapshot_from_dict(doc)
+    assert [g.info.vendor for g in old.gpus] == ["nvidia", "nvidia"]
+    assert old.system == replace(snap.system, amd_driver_version=None)
 
 
 def test_recording_round_trip_and_truncated_last_line(tmp_path: Path) -> None:

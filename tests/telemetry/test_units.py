@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from gputui.telemetry import units
+
+NVML_PACKAGE = Path(units.__file__).parent / "nvml"
 
 
 def test_nvml_units_convert_exactly() -> None:
@@ -11,6 +16,23 @@ def test_nvml_units_convert_exactly() -> None:
     assert units.kbps_to_bps(1000) == 1_024_000
     assert units.mw_to_w(None) is None and units.mj_to_j(None) is None
     assert units.kbps_to_bps(None) is None
+    assert units.us_to_ns(3) == 3000 and units.ms_to_s(250) == 0.25
+
+
+def test_the_nvml_package_leaves_unit_conversions_to_units() -> None:
+    """NVML's units become gputui's in telemetry/units.py only: no code under nvml/
+    scales a number by a thousand or 1024 (or more) itself."""
+    scaled = []
+    for path in sorted(NVML_PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.BinOp) and isinstance(
+                    node.op, ast.Mult | ast.Div | ast.FloorDiv | ast.Mod | ast.Pow):
+                for side in (node.left, node.right):
+                    if isinstance(side, ast.Constant) and type(side.value) in (int, float) \
+                            and abs(side.value) >= 1000:
+                        scaled.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert len(list(NVML_PACKAGE.rglob("*.py"))) > 5
+    assert scaled == []
 
 
 def test_cuda_version_is_major_dot_minor() -> None:

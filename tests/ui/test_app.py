@@ -18,9 +18,10 @@ from gputui.ui.options import AppOptions
 from gputui.ui.screens.alerts import AlertsScreen
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.help import HelpScreen
-from gputui.ui.widgets.gpu_panel import GpuArea, GpuPanel
+from gputui.ui.widgets.gpu_area import GpuArea
+from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.gpu_row import GpuRow
-from gputui.ui.widgets.process_table import COLUMN_KEYS, ProcessTable
+from gputui.ui.widgets.process_table import COLUMN_KEYS, ONLY_WHEN_KNOWN, ProcessTable
 from tests.ui.helpers import (
     GIB,
     T0,
@@ -486,10 +487,10 @@ async def test_process_table_shows_full_values_even_if_drawn_before_measured() -
         await pilot.pause()
         rows = _table_rows(app)
         header, body = rows[0], rows[1:4]
-        # The table is 120 cells wide here: DEC%, ENC% and CONTAINER (the first to go)
-        # made room for COMMAND.
-        assert header.split() == ["GPU", "PID", "USER", "GPU", "MEM▼", "SM%", "MEM%", "CPU%",
-                                  "RSS", "TIME", "COMMAND"]
+        # The table is 120 cells wide here: DEC% (the first to go) made room for COMMAND;
+        # no process has a container, pod or energy figure: no such columns.
+        assert header.split() == ["GPU", "PID", "USER", "GPU", "MEM▼", "SM%", "MEM%", "ENC%",
+                                  "CPU%", "RSS", "TIME", "COMMAND"]
         big, pid5150, small = body
         assert " 4194303 " in big and "1023.5GiB" in big and "1000.0GiB" in big
         assert " averyveryve… " in big  # USER capped, cut with an ellipsis, not wrapped
@@ -499,8 +500,8 @@ async def test_process_table_shows_full_values_even_if_drawn_before_measured() -
         assert " 5150 " in pid5150 and "60.0GiB" in pid5150 and "alice" in pid5150
         assert "python train.py --run 5150" in pid5150 and "1h05m" in pid5150
         # No per-process sample: "—"; no host-side facts: N/A.
-        assert small.split() == ["1", "7", "N/A", "512MiB", "—", "—", "N/A", "N/A", "N/A",
-                                 "N/A"]
+        assert small.split() == ["1", "7", "N/A", "512MiB", "—", "—", "—", "N/A", "N/A",
+                                 "N/A", "N/A"]
         # Sorting rewrites the labels (sort mark); the values stay whole.
         table.set_sort("pid")
         await pilot.pause()
@@ -659,9 +660,8 @@ async def test_process_table_fits_80_columns_after_a_resize(start: tuple[int, in
         feed(sampler, 0, 3, two_gpus)
         await pilot.pause()
         table = app.query_one(ProcessTable)
-        # CONTAINER (dropped before RSS and TIME) fits only in the wider one.
-        wide = ("rss", "time", "container", "command") if start[0] > 200 else ("rss", "time",
-                                                                                 "command")
+        # No process in a container or pod: neither is a column, at any width.
+        wide = ("rss", "time", "command")
         assert table.shown_columns[-len(wide):] == wide
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
@@ -678,7 +678,7 @@ async def test_process_table_fits_80_columns_after_a_resize(start: tuple[int, in
         assert "by RSS" in str(table.border_title)
         await pilot.resize_terminal(160, 40)
         await pilot.pause()
-        assert table.shown_columns == COLUMN_KEYS
+        assert table.shown_columns == tuple(k for k in COLUMN_KEYS if k not in ONLY_WHEN_KNOWN)
         assert "RSS▼" in _table_rows(app)[0]
 
 

@@ -56,7 +56,7 @@ def test_a_bench_session_runs_with_only_what_it_was_handed(data_dir: Path) -> No
     session.worker_cmd = [sys.executable, str(FAKE)]
     session.env = {**os.environ, "FAKE_WORKER_MODE": "ok", "PYTHONPATH": str(REPO)}
     assert session.submit(RunRequest(benchmark="matmul", device="cpu")) == 0
-    assert session.runs.run_options["sampler"] is sampler
+    assert session.runs.run_options.sampler is sampler
 
     # The app's part: hand the posted messages back on "the loop" (here, this thread).
     deadline = time.monotonic() + 60

@@ -320,7 +320,8 @@ async def test_throttle_episode_is_called_out_on_the_chart_and_in_the_result(
         assert words.endswith("on GPU 0")
         assert f"⚠ {words}" in screen_text(app)
         saved = results_store.load(live.id)
-        assert saved.extra["throttle_attribution"][0]["text"] == words
+        notes = saved.extra.throttle_attribution
+        assert notes is not None and notes[0].text == words
         assert saved.throttle_episodes and saved.throttle_episodes[0]["gpu"] == 0
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from gputui.ui.widgets.gpu_panel import GpuArea
+from gputui.ui.widgets.gpu_area import GpuArea
 from gputui.ui.widgets.gpu_row import MEDIUM_COLUMNS, GpuRow, row_columns
 from tests.ui.helpers import feed, gpu, lost, screen_text, snap, throttled
 from tests.ui.test_app import make_app

@@ -304,3 +304,17 @@ async def test_fields_not_read_yet_say_so_and_a_gpu_without_them_says_na(
         sampler.tick()
         await pilot.pause()
         assert rows(app, "clocks")["energy"] == "N/A"
+
+
+def test_an_amd_gpus_identity_names_its_driver_and_no_cuda() -> None:
+    from gputui.telemetry.model import SystemInfo
+    from gputui.ui.widgets.gpu_facts import identity
+
+    system = SystemInfo("580.65.06", "12.580.65.06", "13.0", "6.12.0-amd")
+    from dataclasses import replace
+
+    amd = gpu(1, info=replace(device(1, name="AMD Instinct MI300X"), vendor="amd"))
+    rows = dict(identity(amd, system).rows)
+    assert rows["driver"] == "amdgpu 6.12.0-amd" and "CUDA (driver)" not in rows
+    nvidia = dict(identity(gpu(0), system).rows)
+    assert nvidia["driver"] == "580.65.06" and nvidia["CUDA (driver)"] == "13.0"

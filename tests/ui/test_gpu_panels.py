@@ -10,7 +10,8 @@ import re
 import pytest
 from textual.geometry import Region
 
-from gputui.ui.widgets.gpu_panel import GpuArea, GpuPanel, TextLine
+from gputui.ui.widgets.gpu_area import GpuArea
+from gputui.ui.widgets.gpu_panel import GpuPanel, TextLine
 from gputui.ui.widgets.gpu_row import GpuRow
 from gputui.ui.widgets.gpu_view import HISTORY_METRICS
 from tests.ui.helpers import feed, gpu, lost, screen_text, snap, throttled

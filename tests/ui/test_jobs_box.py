@@ -134,3 +134,46 @@ async def test_at_80_columns_the_pid_and_status_still_fit() -> None:
         await pilot.pause()
         row = next(line for line in screen_text(app).splitlines() if "train_gpt.py" in line)
         assert "5150" in row and "⚠ -50 %" in row and "160" in row
+
+
+def with_energy(j: JobReading, *, estimate: bool) -> JobReading:
+    from dataclasses import replace
+
+    return replace(j, energy_j=12_345.0, power_w=250.0, energy_per_step_j=25.0,
+                   energy_per_sample_j=0.78125, energy_per_token_j=0.0015,
+                   energy_estimate=estimate)
+
+
+async def test_jobs_show_their_energy_and_an_ended_job_stays_with_its_totals() -> None:
+    app, sampler = make_app()
+    exact = with_energy(job(5, 320.0), estimate=False)
+    shared = with_energy(job(5, 50.0, pid=6160, gpus=(1,), name="data-bound.py"),
+                         estimate=True)
+    async with app.run_test(size=(200, 48)) as pilot:
+        sampler.ingest(snap(5, [gpu(0), gpu(1)], [proc(PID, 0, 30)], jobs=(exact, shared)))
+        await pilot.pause()
+        text = screen_text(app)
+        for label in ("POWER", "ENERGY", "J/STEP", "J/SAMPLE", "J/TOKEN"):
+            assert label in text
+        row = next(line for line in text.splitlines() if "train_gpt.py" in line)
+        assert "250W" in row and "12.3kJ" in row and "25 J" in row and "0.781 J" in row
+        assert "1.5 mJ" in row and "~" not in row  # its GPU was its own: exact
+        other = next(line for line in text.splitlines() if "data-bound.py" in line)
+        assert "~250W" in other and "~25 J" in other  # a shared GPU: an estimate
+        # The job ends: its row stays, dimmed, with its totals, for a while.
+        sampler.ingest(snap(6, [gpu(0), gpu(1)], [], jobs=(shared,), jobs_ended=(exact,)))
+        await pilot.pause()
+        row = next(line for line in screen_text(app).splitlines() if "train_gpt.py" in line)
+        assert "ended at step 50" in row and "12.3kJ" in row
+        sampler.ingest(snap(6 + 121, [gpu(0), gpu(1)], [], jobs=(shared,)))
+        await pilot.pause()
+        assert "train_gpt.py" not in screen_text(app)
+
+
+async def test_a_narrow_box_keeps_power_and_joules_per_step() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        sampler.ingest(snap(5, [gpu(0)], [], jobs=(with_energy(job(5, 320.0), estimate=False),)))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "POWER" in text and "J/STEP" in text and "J/TOKEN" not in text

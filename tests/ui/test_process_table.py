@@ -172,3 +172,94 @@ async def test_the_monitor_profile_reads_per_process_utilisation(
         cells = _cells(app.query_one(ProcessTable), me)
         assert [cells[k] for k in UTIL_KEYS] == ["87", "41", "0", "12"]
         assert cells["gpu_mem"] == "3.0GiB"
+
+
+UID1, UID2 = "11111111-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002"
+
+
+def in_pods(t: float = 0) -> Snapshot:
+    """Two pods (one on both GPUs), a host process, energy shared and exclusive."""
+    def pod(pid: int, gpu_index: int, mem: float, name: str, uid: str, cid: str,
+            **kw: object) -> GpuProcess:
+        return proc(pid, gpu_index, mem, container="pytorch", container_id=cid, pod=name,
+                    namespace="ml", pod_uid=uid, qos="burstable", **kw)
+
+    return snap(t, [gpu(0), gpu(1)], [
+        pod(11, 0, 20, "trainer-1", UID1, "a" * 64, user="alice", sm_util_pct=60,
+            power_w=150.0, energy_j=3000.0, energy_method="sm_share", energy_estimate=True),
+        pod(12, 0, 10, "trainer-2", UID2, "b" * 64, user="bob", sm_util_pct=20,
+            power_w=50.0, energy_j=1000.0, energy_method="sm_share", energy_estimate=True),
+        pod(13, 1, 30, "trainer-1", UID1, "a" * 64, user="alice", sm_util_pct=90,
+            power_w=300.0, energy_j=6000.0, energy_method="exclusive",
+            energy_estimate=False),
+        proc(14, 1, 1, user="root", kind="graphics", command="/usr/lib/xorg/Xorg"),
+    ])
+
+
+async def test_pod_container_power_and_energy_columns_where_processes_have_them() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(250, 70)) as pilot:
+        sampler.ingest(in_pods())
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        assert {"pod", "container", "power", "energy"} <= set(table.shown_columns)
+        header = _rows(app)[0]
+        for label in ("POD", "CONTAINER", "POWER", "ENERGY"):
+            assert f" {label}" in header
+        shared, solo, xorg = _cells(table, 11), _cells(table, 13, 1), _cells(table, 14, 1)
+        assert (shared["pod"], shared["container"]) == ("ml/trainer-1", "pytorch")
+        # "~": a share of a GPU that ran more than this process (an estimate).
+        assert (shared["power"], shared["energy"]) == ("~150W", "~3.0kJ")
+        assert (solo["power"], solo["energy"]) == ("300W", "6.0kJ")
+        assert [xorg[k] for k in ("pod", "container", "power", "energy")] == ["—"] * 4
+        # The same processes outside any pod or container, without energy: no such columns.
+        sampler.ingest(snap(PROCESS_REFRESH_S, [gpu(0)], [proc(11, 0, 20)]))
+        await pilot.pause()
+        assert not {"pod", "container", "power", "energy"} & set(table.shown_columns)
+
+
+async def test_g_groups_by_user_container_and_pod_with_totals() -> None:
+    app, sampler = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        sampler.ingest(in_pods())
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        table.set_sort("pid", reverse=False)
+
+        def groups() -> dict[str, dict[str, str]]:
+            out = {}
+            for key in table.rows:
+                row = table.get_row(key)
+                cells = {k: c.text.plain for k, c in zip(table.shown_columns, row, strict=True)}
+                out[cells["group"]] = cells
+            return out
+
+        await pilot.press("g")
+        assert table.group_by == "user" and "Processes (4) by user (3)" in str(table.border_title)
+        alice = groups()["alice"]
+        assert (alice["procs"], alice["gpus"], alice["gpu_mem"], alice["sm_util"]) == (
+            "2", "0,1", "50.0GiB", "150")
+        assert (alice["power"], alice["energy"]) == ("~450W", "~9.0kJ")
+        assert set(groups()) == {"alice", "bob", "root"}
+        assert table.selected_process() is None  # a group is not a process to signal
+        await pilot.press("g")
+        assert table.group_by == "container"
+        # Two containers of the same name (one per pod): told apart by their ids.
+        rows = sorted((c["group"], c["procs"]) for c in (
+            {k: cell.text.plain for k, cell in zip(table.shown_columns, table.get_row(key),
+                                                   strict=True)} for key in table.rows))
+        assert rows == [("(not in a container)", "1"), ("pytorch", "1"), ("pytorch", "2")]
+        await pilot.press("g")
+        assert table.group_by == "pod"
+        pods = groups()
+        assert set(pods) == {"ml/trainer-1", "ml/trainer-2", "(not in a pod)"}
+        assert (pods["ml/trainer-1"]["procs"], pods["ml/trainer-1"]["energy"]) == ("2", "~9.0kJ")
+        assert (pods["(not in a pod)"]["power"], pods["(not in a pod)"]["energy"]) == ("—", "—")
+        # The biggest GPU memory first, as the process table starts.
+        assert [c.text.plain for c in table.get_row_at(0)][-1] == "ml/trainer-1"
+        text = screen_text(app)
+        assert "ml/trainer-1" in text and " POD" in text
+        await pilot.press("g")
+        assert table.group_by is None and len(table.rows) == 4
+        assert (table.sort_column, table.sort_reverse) == ("pid", False)  # as it was
+        assert int(str(table.get_row_at(0)[1].raw)) == 11

@@ -106,5 +106,5 @@ async def test_the_monitor_feeds_its_notifier_and_toasts_a_failure() -> None:
             ("temperature", "ended", 0), ("temperature", "started", 0),
             ("throttle", "ended", 0), ("throttle", "started", 0)]
         assert ("warning", "failing: event not delivered (exit status 1); further failures "
-                "are counted") in seen
+                "are said at most once every 60 s") in seen
     notifier.close(0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
 from rich.cells import cell_len
 from textual.drivers.headless_driver import HeadlessDriver
 
@@ -204,3 +205,23 @@ def test_modes_and_notifications_pass_through_in_order() -> None:
                                 "\x1b[1;3H")
     assert diff.write("\x1b[?1049h") == "\x1b[?1049h"  # the other screen: nothing known
     assert diff.write("\x1b[1;1Hho") == "\x1b[1;1Hho"  # as Textual wrote it
+
+
+def test_the_writer_runs_only_on_a_textual_version_the_adapter_knows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its grammar is Textual's output as the tested versions write it: on another
+    version the monitor and the fleet view run with Textual's own driver."""
+    from textual.app import App
+
+    from gputui.fleet.poller import FleetPoller
+    from gputui.ui import textual_adapter
+    from gputui.ui.fleet_app import FleetApp
+
+    poller = FleetPoller([])  # never started
+    assert GputuiApp(AppOptions()).driver_class is DiffingDriver
+    assert FleetApp(poller).driver_class is DiffingDriver
+    monkeypatch.setattr(textual_adapter, "textual_version", lambda: (99, 0))
+    textuals_own = App().get_driver_class()
+    assert textuals_own is not DiffingDriver
+    assert GputuiApp(AppOptions()).driver_class is textuals_own
+    assert FleetApp(poller).driver_class is textuals_own

@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import time
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gputui.bench import catalog, events
+from gputui.bench.extras import RanksEnergy
+from gputui.bench.kind_extras import AllReduce, DdpExtra, Scaling
 from gputui.bench.request import RunRequest
 from gputui.errors import UsageError
 
@@ -180,11 +183,12 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
     res.settings["rank_gpu_uuids"] = p.get("rank_gpu_uuids")
     if lp is not None:
         res.settings.update(lp.to_settings())
-    _fill_scaling(ctx, p, world)
     # Each rank's own samples over its own timed-loop wall time; they add up to about
     # throughput.mean (ranks start together after a barrier and stop on the same step).
-    res.extra["per_rank_samples_per_s"] = p["per_rank_rates"]
-    res.extra["per_rank_samples"] = p["per_rank_samples"]
+    kind = DdpExtra(per_rank_samples_per_s=tuple(p["per_rank_rates"]),
+                    per_rank_samples=tuple(p["per_rank_samples"]), allreduce=p.get("allreduce"),
+                    scaling=_scaling(ctx, world))
+    res.extra = replace(res.extra, kind=kind)
     # Energy: every rank's GPU counter over its own timed loop, summed (None on CPU or
     # when any rank could not read it, or the window was too short to trust).
     joules, windows = p.get("per_rank_joules"), p.get("per_rank_window_s")
@@ -196,8 +200,9 @@ def _fill(ctx: Ctx, p: dict[str, Any], world: int, backend: str, threads: int,
         wall = max(windows)
         res.energy_j_per_sample = total_j / loop.samples if loop.samples else None
         res.avg_power_w = total_j / wall if wall > 0 else None
-        res.extra["energy"] = {"source": "NVML total energy counter (mJ), summed over ranks",
-                               "per_rank_joules": joules, "window_s": wall}
+        res.extra = replace(res.extra, energy=RanksEnergy(
+            source="NVML total energy counter (mJ), summed over ranks",
+            per_rank_joules=tuple(joules), window_s=wall))
     else:
         res.energy_j_per_sample = None
         res.avg_power_w = None
@@ -296,11 +301,11 @@ def rank_main(rank: int, world: int, port: int, backend: str, req: RunRequest,
                            unit=catalog.get(req.benchmark).unit, emit=emit,
                            make_progress=events.Progress, window_hook=window)
         stopped = local_stop["v"] or stop.is_set()
-        reading = meter.stop(0).get("extra") or {}
+        note = meter.stop(0).note
         if link is not None:
             link.close()
-        rank_j = reading.get("joules")
-        rank_w = reading.get("window_s")
+        rank_j = note.joules if note is not None else None
+        rank_w = note.window_s if note is not None else None
         energy = torch.tensor([-1.0 if rank_j is None else float(rank_j),
                                float(rank_w or 0.0)], dtype=torch.float64, device=dev)
         energies = [torch.zeros_like(energy) for _ in range(world)]
@@ -356,7 +361,7 @@ ALLREDUCE_DEFINITION = ("all-reduce of one gradient's worth of fp32 (every train
                         "step time: an upper bound, as DDP overlaps it with backward")
 
 
-def _time_allreduce(model: Any, dev: torch.device, step_ms: list[float]) -> dict[str, Any]:
+def _time_allreduce(model: Any, dev: torch.device, step_ms: list[float]) -> AllReduce:
     """What share of a step one gradient all-reduce would take (every rank calls this)."""
     from gputui.bench.stats import percentile
     from gputui.bench.worker.timing import sync
@@ -374,23 +379,21 @@ def _time_allreduce(model: Any, dev: torch.device, step_ms: list[float]) -> dict
         times.append((time.perf_counter() - t0) * 1000.0)
     ms = percentile(times, 50)
     step = percentile(step_ms, 50)
-    return {"ms": ms, "bytes": numel * 4, "step_ms": step,
-            "share_of_step": ms / step if ms is not None and step else None,
-            "definition": ALLREDUCE_DEFINITION}
+    return AllReduce(ms=ms, bytes=numel * 4, step_ms=step,
+                     share_of_step=ms / step if ms is not None and step else None,
+                     definition=ALLREDUCE_DEFINITION)
 
 
-def _fill_scaling(ctx: Ctx, p: dict[str, Any], world: int) -> None:
-    """extra.allreduce, and extra.scaling against --baseline (the same run, one process)."""
+def _scaling(ctx: Ctx, world: int) -> Scaling | None:
+    """extra.scaling against --baseline (the same run, one process); None without one."""
     from gputui.bench.launch import scaling
 
     res, req = ctx.result, ctx.request
-    if p.get("allreduce") is not None:
-        res.extra["allreduce"] = p["allreduce"]
     total = res.throughput.value if res.throughput is not None else None
     eff = scaling(total, world, req.baseline_value, req.baseline_world)
-    if eff is not None:
-        res.extra["scaling"] = {
-            "baseline_id": req.baseline_id, "baseline_value": req.baseline_value,
-            "baseline_world": req.baseline_world or 1, "world_size": world,
-            "total": total, "efficiency": eff,
-            "definition": "total ÷ (ranks × the baseline's throughput per process)"}
+    if eff is None or req.baseline_value is None:
+        return None
+    return Scaling(baseline_id=req.baseline_id, baseline_value=req.baseline_value,
+                   baseline_world=req.baseline_world or 1, world_size=world, total=total,
+                   efficiency=eff,
+                   definition="total ÷ (ranks × the baseline's throughput per process)")

@@ -11,9 +11,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+
+from gputui.bench.clock_window import WindowSampler
+from gputui.bench.extras import EnergyNote, GpuWindow
 
 log = logging.getLogger("gputui.bench.worker.energy")
 
@@ -107,13 +111,20 @@ class NvmlLink:
 MIN_ENERGY_WINDOW_S = 3.0
 
 
-class EnergyMeter:
-    """Counter delta over the timed window → J per sample and average W.
+@dataclass(frozen=True)
+class EnergyReading:
+    """What a timed loop used: the result's two energy fields (None where unavailable, or
+    when the window was shorter than MIN_ENERGY_WINDOW_S), `note` for its extra.energy
+    (None without NVML), and the GPU's window when the GPU was sampled (RunMeter)."""
 
-    `stop()` returns the two result fields (None where unavailable, or when the window was
-    shorter than MIN_ENERGY_WINDOW_S) and "extra": what was measured and why a figure is
-    missing, for the result's extra.energy.
-    """
+    energy_j_per_sample: float | None = None
+    avg_power_w: float | None = None
+    note: EnergyNote | None = None
+    window: GpuWindow | None = None
+
+
+class EnergyMeter:
+    """Counter delta over the timed window → J per sample and average W."""
 
     def __init__(self, link: Any | None, clock: Callable[[], float] = time.monotonic,
                  min_window_s: float = MIN_ENERGY_WINDOW_S) -> None:
@@ -129,30 +140,43 @@ class EnergyMeter:
         self._e0 = self.link.energy_mj()
         self._t0 = self.clock()
 
-    def stop(self, samples: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"energy_j_per_sample": None, "avg_power_w": None, "extra": None}
+    def stop(self, samples: int) -> EnergyReading:
         if self.link is None:
-            return out
-        extra: dict[str, Any] = {"source": "NVML total energy counter (mJ)",
-                                 "window_s": None, "joules": None, "samples": samples,
-                                 "min_window_s": self.min_window_s, "note": None}
-        out["extra"] = extra
+            return EnergyReading()
+        note = EnergyNote(source="NVML total energy counter (mJ)", window_s=None, joules=None,
+                          samples=samples, min_window_s=self.min_window_s)
         if self._e0 is None:
-            extra["note"] = "energy counter not readable at the start of the timed loop"
-            return out
+            return EnergyReading(note=replace(
+                note, note="energy counter not readable at the start of the timed loop"))
         e1 = self.link.energy_mj()
         dt = self.clock() - self._t0
-        extra["window_s"] = dt
+        note = replace(note, window_s=dt)
         if e1 is None or e1 < self._e0 or dt <= 0:
-            extra["note"] = "energy counter not readable (or went backwards) at the end"
-            return out
+            return EnergyReading(note=replace(
+                note, note="energy counter not readable (or went backwards) at the end"))
         joules = (e1 - self._e0) / 1000.0
-        extra["joules"] = joules
+        note = replace(note, joules=joules)
         if dt < self.min_window_s:
-            extra["note"] = (f"timed window {dt:.2f} s is shorter than {self.min_window_s:g} s;"
-                             " NVML's energy counter updates every 20-100 ms, so no "
-                             "energy figure is given (run longer, e.g. --duration 10)")
-            return out
-        out["avg_power_w"] = joules / dt
-        out["energy_j_per_sample"] = joules / samples if samples > 0 else None
-        return out
+            return EnergyReading(note=replace(
+                note, note=f"timed window {dt:.2f} s is shorter than {self.min_window_s:g} s;"
+                           " NVML's energy counter updates every 20-100 ms, so no energy "
+                           "figure is given (run longer, e.g. --duration 10)"))
+        return EnergyReading(energy_j_per_sample=joules / samples if samples > 0 else None,
+                             avg_power_w=joules / dt, note=note)
+
+
+class RunMeter:
+    """The energy counter and the GPU window over one timed loop, started and stopped
+    together; `stop()` gives the energy reading with the window in it."""
+
+    def __init__(self, energy: EnergyMeter, window: WindowSampler) -> None:
+        self.energy = energy
+        self.window = window
+
+    def start(self) -> None:
+        self.energy.start()
+        self.window.start()
+
+    def stop(self, samples: int) -> EnergyReading:
+        reading = self.energy.stop(samples)
+        return replace(reading, window=self.window.stop())

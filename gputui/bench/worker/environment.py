@@ -7,8 +7,10 @@ import os
 import platform
 import socket
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from gputui.bench.config import TORCH_KEYS, TorchConfig
 from gputui.bench.request import RunRequest
 from gputui.bench.worker.memory import PeakRss
 from gputui.errors import UsageError
@@ -75,6 +77,9 @@ def collect_env(device: torch.device, link: NvmlLink | None) -> dict[str, Any]:
         "torch": torch.__version__,
         "torchvision": torchvision_version(),
         "cuda": torch.version.cuda,
+        # A ROCm build of torch runs through torch.cuda too; its HIP version says which
+        # stack did (None on CUDA and CPU builds).
+        "hip_version": getattr(torch.version, "hip", None),
         "cudnn": cudnn,
         "driver": None,
         "device": str(device),
@@ -170,32 +175,33 @@ def base_settings(request: RunRequest, device: torch.device) -> dict[str, Any]:
         "peak_memory": ("torch.cuda.max_memory_allocated since the timed loop (or probe) "
                         "began" if device.type == "cuda" else host_peak_text()),
     }
+    if r.batch_sizes is not None:
+        settings["batch_sizes"] = list(r.batch_sizes)  # the sweep's grid, as asked
     settings.update(configure_precision(device, r.precision))
     return settings
 
 
-def torch_config(device: torch.device, backend: str | None = None) -> dict[str, Any]:
+def torch_config(device: torch.device, backend: str | None = None) -> TorchConfig:
     """The worker's half of the result's `config` (bench.config names the keys): torch's
     switches as the run left them, and the memory peaks. None where a switch does not
     apply to `device` (a CPU run uses neither cuDNN nor cuBLAS, whatever their flags)."""
     import torch
 
-    from gputui.bench.config import TORCH_KEYS, empty
     from gputui.bench.worker.workloads import precision_flags
 
-    out = empty(TORCH_KEYS)
-    out.update({k: v for k, v in precision_flags(device).items() if k in out})
-    out["deterministic_algorithms"] = bool(torch.are_deterministic_algorithms_enabled())
-    out["distributed_backend"] = backend
+    out = TorchConfig(**{k: v for k, v in precision_flags(device).items() if k in TORCH_KEYS},
+                      deterministic_algorithms=bool(torch.are_deterministic_algorithms_enabled()),
+                      distributed_backend=backend)
     if device.type == "cuda":
-        out["cudnn_deterministic"] = bool(torch.backends.cudnn.deterministic)
-        out["nccl_version"] = _nccl_version()
+        out = replace(out, cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
+                      nccl_version=_nccl_version())
         if backend is None:
             # Peaks since the last reset (the timed loop's, measure.reset_peak): the
             # allocator's reserve is memory no other process on this GPU could have had.
             # A DDP coordinator holds no CUDA context (the ranks do) and must not make one.
-            out["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(device))
-            out["max_memory_reserved_bytes"] = int(torch.cuda.max_memory_reserved(device))
+            out = replace(out,
+                          max_memory_allocated_bytes=int(torch.cuda.max_memory_allocated(device)),
+                          max_memory_reserved_bytes=int(torch.cuda.max_memory_reserved(device)))
     return out
 
 

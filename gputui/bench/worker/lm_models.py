@@ -45,12 +45,21 @@ class KVCache(nn.Module):
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: KVCache | None,
-            mask: torch.Tensor | None, input_pos: torch.Tensor | None) -> torch.Tensor:
+            mask_rows: torch.Tensor | None, input_pos: torch.Tensor | None) -> torch.Tensor:
     if cache is None or input_pos is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     k, v = cache.update(input_pos, k, v)
-    assert mask is not None
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask[None, None, input_pos])
+    assert mask_rows is not None
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask_rows)
+
+
+def _mask_rows(mask: torch.Tensor | None, input_pos: torch.Tensor | None) -> torch.Tensor | None:
+    """The causal mask's rows of the positions being run, (1, 1, T, max_seq): indexed once
+    per forward pass and shared by every layer, as gpt-fast does (one gather, not one per
+    layer: an eager decode step is bound by its launches)."""
+    if mask is None or input_pos is None:
+        return None
+    return mask[None, None, input_pos]
 
 
 # ---- GPT-2 (nanoGPT) -------------------------------------------------------------------------
@@ -63,13 +72,13 @@ class GptAttention(nn.Module):
         self.c_proj = nn.Linear(s.d_model, s.d_model, bias=True)
         self.cache: KVCache | None = None
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+    def forward(self, x: torch.Tensor, mask_rows: torch.Tensor | None = None,
                 input_pos: torch.Tensor | None = None) -> torch.Tensor:
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
                    for t in (q, k, v))
-        y = _attend(q, k, v, self.cache, mask, input_pos)
+        y = _attend(q, k, v, self.cache, mask_rows, input_pos)
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
@@ -92,9 +101,9 @@ class GptBlock(nn.Module):
         self.ln_2 = nn.LayerNorm(s.d_model, bias=True)
         self.mlp = GptMlp(s)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+    def forward(self, x: torch.Tensor, mask_rows: torch.Tensor | None = None,
                 input_pos: torch.Tensor | None = None) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x), mask, input_pos)
+        x = x + self.attn(self.ln_1(x), mask_rows, input_pos)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -131,10 +140,11 @@ class GPT(nn.Module):
         T = idx.shape[1]
         pos = input_pos if input_pos is not None else torch.arange(T, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
+        mask_rows = _mask_rows(self.mask, input_pos)
         for block in self.h:
-            x = block(x, self.mask, input_pos)
-        x = self.ln_f(x)
-        return self.lm_head(x[:, -1:] if last_only else x)
+            x = block(x, mask_rows, input_pos)
+        # The last position is taken before the final norm (it normalises each token alone).
+        return self.lm_head(self.ln_f(x[:, -1:] if last_only else x))
 
     def attention_layers(self) -> list[nn.Module]:
         return [b.attn for b in self.h]
@@ -142,16 +152,11 @@ class GPT(nn.Module):
 
 # ---- Llama-2 (gpt-fast) ----------------------------------------------------------------------
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
-        out = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return out.type_as(x) * self.weight
+def rms_norm(dim: int) -> nn.RMSNorm:
+    """Llama-2's RMSNorm (eps 1e-5) as torch's own module: one fused kernel on CUDA, where
+    the same arithmetic written out takes eight launches per call — an eager batch-1 decode
+    step is bound by its launches, and the bare loop this is checked against uses it too."""
+    return nn.RMSNorm(dim, eps=1e-5)
 
 
 def rope_tables(seq_len: int, head_dim: int, base: float = 10000.0,
@@ -181,7 +186,8 @@ class LlamaAttention(nn.Module):
         self.wo = nn.Linear(s.d_model, s.d_model, bias=False)
         self.cache: KVCache | None = None
 
-    def forward(self, x: torch.Tensor, rope: torch.Tensor, mask: torch.Tensor | None = None,
+    def forward(self, x: torch.Tensor, rope: torch.Tensor,
+                mask_rows: torch.Tensor | None = None,
                 input_pos: torch.Tensor | None = None) -> torch.Tensor:
         B, T, C = x.shape
         hd = C // self.n_head
@@ -190,7 +196,7 @@ class LlamaAttention(nn.Module):
         k = apply_rope(k.view(B, T, self.n_head, hd), rope)
         v = v.view(B, T, self.n_head, hd)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        y = _attend(q, k, v, self.cache, mask, input_pos)
+        y = _attend(q, k, v, self.cache, mask_rows, input_pos)
         return self.wo(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
@@ -208,14 +214,15 @@ class SwiGLU(nn.Module):
 class LlamaBlock(nn.Module):
     def __init__(self, s: LMShape) -> None:
         super().__init__()
-        self.attention_norm = RMSNorm(s.d_model)
+        self.attention_norm = rms_norm(s.d_model)
         self.attention = LlamaAttention(s)
-        self.ffn_norm = RMSNorm(s.d_model)
+        self.ffn_norm = rms_norm(s.d_model)
         self.feed_forward = SwiGLU(s)
 
-    def forward(self, x: torch.Tensor, rope: torch.Tensor, mask: torch.Tensor | None = None,
+    def forward(self, x: torch.Tensor, rope: torch.Tensor,
+                mask_rows: torch.Tensor | None = None,
                 input_pos: torch.Tensor | None = None) -> torch.Tensor:
-        x = x + self.attention(self.attention_norm(x), rope, mask, input_pos)
+        x = x + self.attention(self.attention_norm(x), rope, mask_rows, input_pos)
         return x + self.feed_forward(self.ffn_norm(x))
 
 
@@ -225,7 +232,7 @@ class Llama(nn.Module):
         self.shape = s
         self.tok_embeddings = nn.Embedding(s.vocab, s.d_model)
         self.layers = nn.ModuleList(LlamaBlock(s) for _ in range(s.n_layer))
-        self.norm = RMSNorm(s.d_model)
+        self.norm = rms_norm(s.d_model)
         self.output = nn.Linear(s.d_model, s.vocab, bias=False)
         self.rope: torch.Tensor | None = None
         self.mask: torch.Tensor | None = None
@@ -247,10 +254,10 @@ class Llama(nn.Module):
         T = idx.shape[1]
         rope = self.rope[input_pos] if input_pos is not None else self.rope[:T]
         x = self.tok_embeddings(idx)
+        mask_rows = _mask_rows(self.mask, input_pos)
         for block in self.layers:
-            x = block(x, rope, self.mask, input_pos)
-        x = self.norm(x)
-        return self.output(x[:, -1:] if last_only else x)
+            x = block(x, rope, mask_rows, input_pos)
+        return self.output(self.norm(x[:, -1:] if last_only else x))
 
     def attention_layers(self) -> list[nn.Module]:
         return [b.attention for b in self.layers]
@@ -298,8 +305,15 @@ def _buffer(model: nn.Module, name: str, value: torch.Tensor) -> None:
 
 
 def weight_bytes(model: nn.Module) -> int:
-    """Bytes of the parameters, each counted once (a tied head is the embedding)."""
-    return sum(p.numel() * p.element_size() for p in model.parameters())
+    """Bytes a forward step reads of the parameters: each counted once (a tied head is the
+    embedding), without the tables that are only looked up (Llama's token embedding, GPT's
+    position table: a step gathers B rows of them, gpt-fast's model size skips them too).
+    A table that is also a Linear's weight (GPT's tied token embedding) is read whole."""
+    looked_up = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    looked_up -= {id(p) for m in model.modules() if not isinstance(m, nn.Embedding)
+                  for p in m.parameters(recurse=False)}
+    return sum(p.numel() * p.element_size() for p in model.parameters()
+               if id(p) not in looked_up)
 
 
 def param_count(model: nn.Module) -> int:

@@ -13,9 +13,11 @@ import signal
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.bench import events
+from gputui.bench.config import TorchConfig
 from gputui.bench.request import RunRequest
 from gputui.bench.result import ResultBuilder
 from gputui.bench.worker.cancel import CancelFlag, Cancelled, TestHooks
@@ -57,9 +59,10 @@ def finish(ctx: Ctx, t_start: float) -> events.ResultReady:
         backend = None
         if ctx.request.nproc > 1:
             backend = "nccl" if ctx.device.type == "cuda" else "gloo"
-        res.config["torch"] = torch_config(ctx.device, backend)
+        torch = torch_config(ctx.device, backend)
     except Exception as exc:  # a record, never a reason for the run to fail
-        res.config["torch"] = {"error": f"{type(exc).__name__}: {exc}"}
+        torch = TorchConfig(error=f"{type(exc).__name__}: {exc}")
+    res.config = replace(res.config, torch=torch)
     res.finished_at = now_iso()
     res.duration_s = time.monotonic() - t_start
     return events.ResultReady(res.build().to_dict())

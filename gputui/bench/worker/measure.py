@@ -17,6 +17,7 @@ from gputui.bench.worker.memory import PeakRss
 if TYPE_CHECKING:
     import torch
 
+    from gputui.bench.worker.energy import EnergyReading, RunMeter
     from gputui.bench.worker.timing import LoopStats
 
 # Host memory peaks on CPU are per measured interval (see gputui.bench.worker.memory).
@@ -51,6 +52,18 @@ def free_memory(device: torch.device) -> None:
         _malloc_trim()
 
 
+def forget_compiled(compiled: bool) -> None:
+    """Before a sweep point with --compile: drop every compiled graph (and, on CUDA, the
+    CUDA-graph pools) of the points before. Each batch size compiles a graph of its own
+    anyway (shapes are static: the KV cache is a module buffer), and dynamo caps the graphs
+    one function may have at 8 — with fullgraph=True the 9th batch size would fail instead
+    of falling back. The previous point's model outputs must be gone before this runs."""
+    if compiled:
+        import torch
+
+        torch.compiler.reset()
+
+
 def _malloc_trim() -> None:
     """Give freed heap back to the OS (glibc), so the next probe starts from a low RSS."""
     if not sys.platform.startswith("linux"):
@@ -64,7 +77,13 @@ def _malloc_trim() -> None:
 
 
 def do_warmup(ctx: Ctx, step: Callable[[int], None], n: int) -> None:
+    """`n` untimed steps — at least one with --compile: a compiled model's first call
+    compiles it (seconds to minutes), which must never land in the timed loop."""
     from gputui.bench.worker.timing import sync
+
+    if ctx.request.compile and n < 1:
+        n = 1
+        ctx.result.settings["warmup"] = n
 
     for i in range(n):
         ctx.checkpoint()
@@ -148,28 +167,29 @@ def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
     from gputui.bench.worker.profiling import profile_steps
 
     n = 5 if ctx.device.type == "cuda" else 2
-    ctx.result.extra["profile"] = profile_steps(
-        step, ctx.device, steps=n, out_dir=ctx.request.profile_dir,
-        name=f"{ctx.request.benchmark}-{ctx.request.model}")
+    profile = profile_steps(step, ctx.device, steps=n, out_dir=ctx.request.profile_dir,
+                            name=f"{ctx.request.benchmark}-{ctx.request.model}")
+    ctx.result.extra = replace(ctx.result.extra, profile=profile)
 
 
-def energy_meter(ctx: Ctx) -> Any:
-    """Energy and the GPU's clocks/power over the timed loop (gpu_window.RunMeter)."""
-    from gputui.bench.clock_window import RunMeter, WindowSampler
-    from gputui.bench.worker.energy import EnergyMeter
+def energy_meter(ctx: Ctx) -> RunMeter:
+    """Energy and the GPU's clocks/power over the timed loop."""
+    from gputui.bench.clock_window import WindowSampler
+    from gputui.bench.worker.energy import EnergyMeter, RunMeter
 
     link = ctx.link if ctx.link is not None and ctx.link.available else None
     return RunMeter(EnergyMeter(link), WindowSampler(link))
 
 
-def record_energy(res: ResultBuilder, reading: dict[str, Any]) -> None:
-    """EnergyMeter.stop() → the result's two energy fields and extra.energy."""
-    res.energy_j_per_sample = reading["energy_j_per_sample"]
-    res.avg_power_w = reading["avg_power_w"]
-    if reading.get("extra") is not None:
-        res.extra["energy"] = reading["extra"]
-    if reading.get("window") is not None:
-        res.extra["gpu_window"] = reading["window"]
+def record_energy(res: ResultBuilder, reading: EnergyReading) -> None:
+    """A timed loop's energy reading → the result's two energy fields, extra.energy and
+    extra.gpu_window."""
+    res.energy_j_per_sample = reading.energy_j_per_sample
+    res.avg_power_w = reading.avg_power_w
+    if reading.note is not None:
+        res.extra = replace(res.extra, energy=reading.note)
+    if reading.window is not None:
+        res.extra = replace(res.extra, gpu_window=reading.window)
 
 
 def start_timed(ctx: Ctx, step_cls: Any) -> tuple[Any, Any, Any]:

@@ -9,18 +9,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from gputui.bench.extras import Profile, ProfiledOp
 from gputui.bench.worker.timing import sync
 
 
 def profile_steps(
     step: Callable[[int], None], device: torch.device, *, steps: int, out_dir: str | None,
     name: str, top: int = 15,
-) -> dict[str, Any]:
+) -> Profile:
     activities = [ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
@@ -41,14 +41,10 @@ def profile_steps(
         dev_self = getattr(ev, "self_device_time_total", None)
         if dev_self is None:
             dev_self = getattr(ev, "self_cuda_time_total", 0)
-        rows.append({
-            "name": ev.key,
-            "count": int(ev.count),
-            "self_cpu_ms": ev.self_cpu_time_total / 1000.0,
-            "cpu_total_ms": ev.cpu_time_total / 1000.0,
-            "self_device_ms": (dev_self / 1000.0) if cuda else None,
-        })
-    key = "self_device_ms" if cuda else "self_cpu_ms"
-    rows.sort(key=lambda r: r[key] or 0.0, reverse=True)
-    return {"steps": steps, "activities": [a.name for a in activities],
-            "top_ops": rows[:top], "trace_path": trace_path}
+        rows.append(ProfiledOp(
+            name=ev.key, count=int(ev.count), self_cpu_ms=ev.self_cpu_time_total / 1000.0,
+            cpu_total_ms=ev.cpu_time_total / 1000.0,
+            self_device_ms=(dev_self / 1000.0) if cuda else None))
+    rows.sort(key=lambda r: (r.self_device_ms if cuda else r.self_cpu_ms) or 0.0, reverse=True)
+    return Profile(steps=steps, activities=tuple(a.name for a in activities),
+                   top_ops=tuple(rows[:top]), trace_path=trace_path)

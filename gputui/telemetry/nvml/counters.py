@@ -11,7 +11,7 @@ import pynvml
 from gputui.telemetry import gpm
 from gputui.telemetry.model import NvLink
 from gputui.telemetry.nvml.query import NvmlQuery
-from gputui.telemetry.units import kib_to_bytes
+from gputui.telemetry.units import kib_to_bytes, us_to_ns
 
 # nvmlDeviceGetFieldValues ids (nvml.h).
 FI_DEV_MEMORY_TEMP = 82
@@ -148,4 +148,4 @@ class Violation:
         prev, self._last = self._last, (ref_us, viol_ns)
         if prev is None or ref_us <= prev[0]:
             return None
-        return min(1.0, max(0.0, (viol_ns - prev[1]) / ((ref_us - prev[0]) * 1000.0)))
+        return min(1.0, max(0.0, (viol_ns - prev[1]) / us_to_ns(ref_us - prev[0])))

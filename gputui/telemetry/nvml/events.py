@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import pynvml
 
 from gputui.telemetry.nvml.query import NvmlQuery
+from gputui.telemetry.units import ms_to_s
 from gputui.telemetry.xid import XidEvent
 
 # NVML event bits a watcher can listen for, and the kind each becomes.
@@ -121,7 +122,7 @@ class XidWatcher:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout_s if timeout_s is not None
-                              else max(5.0, 10 * self._poll_ms / 1000))
+                              else max(5.0, 10 * ms_to_s(self._poll_ms)))
             if self._thread.is_alive():
                 self.error = "the NVML event wait did not return"
         if self._set is not None and (self._thread is None or not self._thread.is_alive()):

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from gputui.safe_text import printable
-from gputui.telemetry.alerts import Alert
+from gputui.telemetry.alert import Alert
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import NA, fmt_duration

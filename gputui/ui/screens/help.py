@@ -33,6 +33,8 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("s / S", "sort by next column / reverse order (or click a header)", "Processes"),
     ("k", "send SIGTERM to the selected process (asks first)", "Processes"),
     ("K", "send SIGKILL to the selected process (asks first)", "Processes"),
+    ("g", "group by user, container or pod, with totals (again: the next; then none)",
+     "Processes"),
     ("enter", "run the picked benchmark (on the list or in a field)", "Benchmarks"),
     ("ctrl+r", "run now, or after the queue if one is running", "Benchmarks"),
     ("ctrl+n", "add to the queue", "Benchmarks"),

@@ -23,7 +23,8 @@ from gputui.ui.layout import NARROW_COLUMNS, TALL_ROWS, WIDE_COLUMNS, Layout, la
 from gputui.ui.memory import SETTLE_S, release_memory
 from gputui.ui.messages import MonitorReady
 from gputui.ui.widgets.footer import KeyFooter
-from gputui.ui.widgets.gpu_panel import GpuArea, GpuFrame, TextLine
+from gputui.ui.widgets.gpu_area import GpuArea
+from gputui.ui.widgets.gpu_panel import GpuFrame, TextLine
 from gputui.ui.widgets.gpu_view import HISTORY_METRICS, metric_scale
 from gputui.ui.widgets.header import AppHeader, HeaderInfo
 from gputui.ui.widgets.host_panel import HostPanel
@@ -50,6 +51,7 @@ class MonitorScreen(Screen[None]):
         (else they are mounted when the first frame comes)."""
         super().__init__()
         self._first = first
+        self.gpus: GpuArea | None = None  # found once mounted
         self.host_only_reason: str | None = None
         self.compact_override: bool | None = None
         self._mount_lock = asyncio.Lock()
@@ -204,7 +206,7 @@ class MonitorScreen(Screen[None]):
     def relayout(self, n: int | None = None) -> None:
         """Choose panels or compact rows, and panel columns, for this size and GPU count
         (`n`: the count about to be shown; default, the GPUs mounted now)."""
-        area = getattr(self, "gpus", None)
+        area = self.gpus
         if area is None:  # not mounted yet
             return
         width, height = self.app.size

@@ -284,20 +284,19 @@ class LiveRunView(VerticalScroll):
             trials = fmt_trials(result.throughput)
             if trials:
                 lines.append(f"repeats: {trials}")
-            ref = for_result(result.to_dict())
+            ref = for_result(result)
             if ref is not None:
                 lines.append(f"vs published: {ref.text}")
             window = window_words(result.window)
             if window:
                 mark = throttled_mark(result)
                 lines.append(f"GPU over timed window: {window}" + (f"  {mark}" if mark else ""))
-            during = (window_text(result.extra.get("gpu_window")) if result.window is None
-                      else None)
+            during = window_text(result.extra.gpu_window) if result.window is None else None
             if during:
                 lines.append(f"GPU during run: {during}")
             from gputui.bench.ddp_topology import topology_words
 
-            topo = topology_words(result.config)
+            topo = topology_words(result.config.topology)
             if topo:
                 lines.append(f"GPU topology: {topo}")
         points = live.sweep_points or (list(result.points) if result is not None else [])

@@ -77,13 +77,21 @@ def state_line(g: GpuSample) -> str:
 
 def identity(g: GpuSample, system: SystemInfo) -> Section:
     info = g.info
+    if info.vendor == "amd":
+        # Read from amdgpu's kernel files: no CUDA, the kernel driver's own version.
+        driver = (("driver", f"amdgpu {printable(system.amd_driver_version)}"
+                   if system.amd_driver_version else NA),
+                  ("read from", "amdgpu sysfs, hwmon, gpu_metrics, fdinfo"))
+    else:
+        driver = (("driver", printable(system.driver_version) if system.driver_version
+                   else NA),
+                  ("CUDA (driver)", printable(system.cuda_driver_version)
+                   if system.cuda_driver_version else NA))
     return Section("identity", "Identity", (
         ("name", printable(info.name) or NA),
         ("UUID", printable(info.uuid) or NA),
         ("PCI bus id", printable(info.pci_bus_id) or NA),
-        ("driver", printable(system.driver_version) if system.driver_version else NA),
-        ("CUDA (driver)", printable(system.cuda_driver_version)
-         if system.cuda_driver_version else NA),
+        *driver,
         ("state", state_line(g)),
     ))
 

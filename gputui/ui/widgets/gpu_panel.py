@@ -1,28 +1,25 @@
-"""Per-GPU widgets: a full panel (gauges, labelled sparklines, throttle state) and the area
-that holds the panels or the compact rows (`gpu_row`)."""
+"""A GPU's full panel: gauges, labelled sparklines, the throttle state and the GPM verdict
+(the area that holds the panels or the compact rows is `gpu_area`)."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.await_complete import AwaitComplete
-from textual.containers import Grid, Vertical, VerticalScroll
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.strip import Strip
-from textual.widget import AwaitMount, Widget
+from textual.widget import Widget
 from textual.widgets import Static
 
 from gputui.safe_text import no_markup
 from gputui.telemetry.model import DeviceInfo
 from gputui.telemetry.units import NA
-from gputui.ui.layout import GPU_AREA_MAX, SPARK_ROWS_MAX, Layout
+from gputui.ui.layout import SPARK_ROWS_MAX
 from gputui.ui.widgets.gauge import gauge_parts
 from gputui.ui.widgets.gpu_view import (
     HISTORY_METRICS,
@@ -37,19 +34,14 @@ from gputui.ui.widgets.gpu_view import (
     state,
 )
 from gputui.ui.widgets.mig_view import mig_summary
+from gputui.ui.widgets.panel_grid import GAP, SCALE_WIDTH, PanelGrid
 from gputui.ui.widgets.partial import repaint_changed
 from gputui.ui.widgets.sparkline import sparkline_rows, time_axis
 
-if TYPE_CHECKING:
-    from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
-
-__all__ = ["GpuArea", "GpuFrame", "GpuPanel", "TextLine", "panel_title", "window_label",
-           "wrap_rows"]
+__all__ = ["GpuFrame", "GpuPanel", "TextLine", "panel_title", "window_label", "wrap_rows"]
 
 STATE_ROWS_MAX = 3  # the throttle sentence at 80 columns takes two
-SCALE_WIDTH = 9  # "0–1980MHz": the scale column beside the sparklines
 GAUGE_LABEL_WIDTH = 7  # "SM ACT "
-GAUGE_WIDTH = 32  # label, a 12-cell bar, the value ("1410/1980MHz"); the graphs get the rest
 
 
 def panel_title(info: DeviceInfo, mig: str | None = None) -> str:
@@ -102,8 +94,6 @@ BG = "bg"
 BASE = "base"
 MUTED = "gpupanel--muted"
 SEVERITY_STYLE = {"warning": "gpupanel--warning", "error": "gpupanel--error"}
-GAP = 2  # the cells between the panel's columns (gauges, graphs, scales)
-FAN_WIDTH = GAUGE_WIDTH - 6  # the fan gauge shares its cell with the P-state (1 + 5 cells)
 
 
 def _text(text: str, width: int, key: str, offset: tuple[int, int] = (0, 0)) -> list[Part]:
@@ -140,14 +130,12 @@ class GpuPanel(Widget):
     """One GPU: a gauge, a history graph and its scale per metric, the fan and P-state,
     the time axis, the throttle state and the GPM verdict in words.
 
-    Drawn as one widget, line by line (`render_line`), on a grid of three columns
-    (gauges, graphs, scales): a panel of ~30 widgets cost most of the first frame
-    (mounting, styling and laying them out). Each tick repaints only the changed cells.
+    Drawn as one widget, line by line (`render_line`), on its grid (`PanelGrid`: three
+    columns, gauges, graphs and scales, one band per metric): a panel of ~30 widgets cost
+    most of the first frame (mounting, styling and laying them out). Each tick repaints
+    only the changed cells.
     """
 
-    # The component classes that colour a panel's parts are GpuArea's (see `_style`):
-    # Textual styles every component class of every widget as a node of its own, and 13
-    # per panel were 1.3 % of the instructions to the first frame with 4 GPUs.
     DEFAULT_CSS = """
     GpuPanel {
         height: auto;
@@ -160,7 +148,28 @@ class GpuPanel(Widget):
     GpuPanel.-throttling { border: round $warning; }
     GpuPanel.-lost { border: heavy $error; }
     GpuPanel.-stale { border: heavy $warning; }
+    GpuPanel > .gpupanel--label { color: $text-muted; text-style: bold; }
+    GpuPanel > .gpupanel--fill { color: $primary; }
+    GpuPanel > .gpupanel--empty { color: $foreground 25%; }
+    GpuPanel > .gpupanel--value { color: $foreground; }
+    GpuPanel > .gpupanel--fill-warning { color: $warning; }
+    GpuPanel > .gpupanel--value-warning { color: $warning; text-style: bold; }
+    GpuPanel > .gpupanel--fill-error { color: $error; }
+    GpuPanel > .gpupanel--value-error { color: $error; text-style: bold; }
+    GpuPanel > .gpupanel--spark { color: $secondary; }
+    GpuPanel > .gpupanel--muted { color: $text-muted; }
+    GpuPanel > .gpupanel--warning { color: $warning; text-style: bold; }
+    GpuPanel > .gpupanel--error { color: $error; text-style: bold; }
+    GpuPanel > .gpupanel--verdict { color: $accent; }
     """
+    # What colours the panel's parts (gauges, graphs, scales, the state and the verdict).
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "gpupanel--label", "gpupanel--fill", "gpupanel--empty", "gpupanel--value",
+        "gpupanel--fill-warning", "gpupanel--value-warning",
+        "gpupanel--fill-error", "gpupanel--value-error",
+        "gpupanel--spark", "gpupanel--muted", "gpupanel--warning", "gpupanel--error",
+        "gpupanel--verdict",
+    }
 
     def __init__(self, info: DeviceInfo, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -186,50 +195,23 @@ class GpuPanel(Widget):
             self.spark_rows = rows
             self._apply_rows()
 
-    def _gap(self) -> int:
-        # Tall sparklines: a blank row under each but the last (the time axis is under
-        # that one), so that neighbours never run together.
-        return 1 if self.spark_rows > 1 else 0
-
-    def _misc_y(self) -> int:
-        """The row of the fan gauge, the P-state and the time axis."""
-        return len(HISTORY_METRICS) * (self.spark_rows + self._gap()) - self._gap()
-
-    def _content_rows(self) -> int:
-        return self._misc_y() + 1 + self.state_rows + self.verdict_rows
+    def grid(self, width: int | None = None) -> PanelGrid:
+        """Where the parts go at `width` (the panel's content width by default)."""
+        return PanelGrid(self.size.width if width is None else width, self.spark_rows,
+                         self.state_rows, self.verdict_rows)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return self._content_rows()
+        return self.grid(width).height
 
     def _apply_rows(self) -> None:
         self._lines = []
         self.refresh(layout=True)
 
-    def _graph_width(self) -> int:
-        return max(0, self.size.width - GAUGE_WIDTH - SCALE_WIDTH - 2 * GAP)
-
     def part_region(self, part: str) -> Region:
-        """Where a part of the panel is on screen: "g-<metric>" (its gauge), "s-<metric>"
-        (its graph), "x-<metric>" (its scale), "g-fan", "pstate", "axis", "state",
-        "verdict" (an empty region when there is none)."""
-        graph = self._graph_width()
-        rows, step = self.spark_rows, self.spark_rows + self._gap()
-        misc = self._misc_y()
-        scale_x = GAUGE_WIDTH + GAP + graph + GAP
-        local: dict[str, tuple[int, int, int, int]] = {
-            "g-fan": (0, misc, FAN_WIDTH, 1),
-            "pstate": (FAN_WIDTH + 1, misc, GAUGE_WIDTH - FAN_WIDTH - 1, 1),
-            "axis": (GAUGE_WIDTH + GAP, misc, graph, 1),
-            "state": (0, misc + 1, self.size.width, self.state_rows),
-            "verdict": (0, misc + 1 + self.state_rows, self.size.width, self.verdict_rows),
-        }
-        for i, (metric, _label) in enumerate(HISTORY_METRICS):
-            local[f"g-{metric}"] = (0, i * step, GAUGE_WIDTH, rows)
-            local[f"s-{metric}"] = (GAUGE_WIDTH + GAP, i * step, graph, rows)
-            local[f"x-{metric}"] = (scale_x, i * step, SCALE_WIDTH, rows)
-        x, y, w, h = local[part]
-        box = self.content_region
-        return Region(box.x + x, box.y + y, w, h)
+        """Where a part of the panel is on screen (`PanelGrid.part`'s names; an empty
+        region for the verdict when there is none)."""
+        box, content = self.grid().part(part), self.content_region
+        return Region(content.x + box.x, content.y + box.y, box.width, box.height)
 
     # -- what is shown ------------------------------------------------------------------
 
@@ -310,19 +292,18 @@ class GpuPanel(Widget):
         return self._lines
 
     def _layout_lines(self, width: int) -> list[list[Part]]:
-        """Every line of the panel's content as parts, top to bottom."""
+        """Every line of the panel's content as parts, top to bottom, on its grid."""
         f = self._frame
         g = None if f is None else f.sample
         views = gauges(g) if g is not None else {}
-        graph = self._graph_width()
-        rows, gap = self.spark_rows, self._gap()
-        middle = (rows - 1) // 2
+        grid = self.grid(width)
+        graph, rows = grid.graph_width, grid.spark_rows
         lines: list[list[Part]] = []
-        for i, (metric, label) in enumerate(HISTORY_METRICS):
-            if i and gap:
-                lines.append([(" " * width, BG)])
-            gauge = _gauge(views.get(metric, NO_VALUE), label, GAUGE_WIDTH, 12)
-            blank_gauge: list[Part] = [(" " * GAUGE_WIDTH, BASE)]
+        for metric, label in HISTORY_METRICS:
+            lines += [[(" " * width, BG)] for _ in range(grid.band_y(metric) - len(lines))]
+            gauge_box, scale_box = grid.gauge(metric), grid.scale(metric)
+            gauge = _gauge(views.get(metric, NO_VALUE), label, gauge_box.width, 12)
+            blank_gauge: list[Part] = [(" " * gauge_box.width, BASE)]
             spark: list[str] = [""] * rows
             scale_text = ""
             if f is not None and g is not None:
@@ -333,22 +314,25 @@ class GpuPanel(Widget):
                     spark = sparkline_rows(values, scale, rows)
                 scale_text = scale_lines(metric, scale, rows)
             scales = _text_rows([(t, (0, y)) for y, t in enumerate(scale_text.split("\n"))],
-                                rows, SCALE_WIDTH, MUTED)
+                                rows, scale_box.width, MUTED)
             for y in range(rows):
-                lines.append([*(gauge if y == middle else blank_gauge), (" " * GAP, BG),
+                lines.append([*(gauge if y == grid.gauge_row else blank_gauge),
+                              (" " * GAP, BG),
                               (spark[y][:graph].ljust(graph), "gpupanel--spark"),
                               (" " * GAP, BG), *scales[y]])
         seconds = 300.0 if f is None else f.seconds
         pstate = "" if g is None else pstate_text(g)
-        lines.append([*_gauge(views.get("fan", NO_VALUE), "FAN", FAN_WIDTH, 4), (" ", BG),
-                      *_text(pstate, GAUGE_WIDTH - FAN_WIDTH - 1, BASE), (" " * GAP, BG),
+        fan, pstate_box = grid.fan, grid.pstate
+        lines.append([*_gauge(views.get("fan", NO_VALUE), "FAN", fan.width, 4),
+                      (" " * (pstate_box.x - fan.width), BG),
+                      *_text(pstate, pstate_box.width, BASE), (" " * GAP, BG),
                       (time_axis(seconds, graph)[:graph].ljust(graph), MUTED),
                       (" " * GAP, BG), *_text("", SCALE_WIDTH, MUTED)])
         state, severity, verdict = self._texts
-        lines += _text_rows(_wrapped(state, width), self.state_rows, width,
+        lines += _text_rows(_wrapped(state, width), grid.state.height, width,
                             SEVERITY_STYLE.get(severity or "", BASE))
-        if verdict is not None and self.verdict_rows:
-            lines += _text_rows(_wrapped(verdict, width), self.verdict_rows, width,
+        if verdict is not None and grid.verdict.height:
+            lines += _text_rows(_wrapped(verdict, width), grid.verdict.height, width,
                                 "gpupanel--verdict")
         return lines
 
@@ -369,8 +353,7 @@ class GpuPanel(Widget):
             elif key == BASE:
                 style = self.rich_style
             else:
-                area = self.query_ancestor(GpuArea)
-                style = area.get_component_rich_style(str(key))
+                style = self.get_component_rich_style(str(key))
             self._styles[key] = style
         return style
 
@@ -382,151 +365,3 @@ class GpuPanel(Widget):
         # Cut or padded to the width: a panel narrower than its fixed columns crops.
         return Strip([Segment(text, self._style(key)) for text, key in lines[y]]
                      ).adjust_cell_length(width, self._style(BG))
-
-
-class GpuArea(VerticalScroll):
-    """All GPUs: a grid of panels, or compact rows; only the visible kind is updated.
-
-    Panels that do not fit (forced with `c` in a small terminal) scroll: with the mouse,
-    or with the keys once focused (Tab), which it only accepts while it can scroll.
-    """
-
-    # max-height: the layout chooser counts on it (GPU_AREA_MAX).
-    DEFAULT_CSS = f"""
-    GpuArea {{ height: auto; max-height: {round(GPU_AREA_MAX * 100)}%;
-               scrollbar-size-vertical: 1; }}
-    """ + """
-    GpuArea:focus { scrollbar-color: $accent; scrollbar-background: $accent 30%; }
-    GpuArea > #panels { layout: grid; grid-size: 1; grid-rows: auto; grid-gutter: 0 1;
-                        height: auto; }
-    GpuArea > #rows { height: auto; border-bottom: solid $primary 40%; }
-    GpuArea.-compact > #panels { display: none; }
-    GpuArea > #rows { display: none; }
-    GpuArea.-compact > #rows { display: block; }
-    GpuArea > .gpupanel--label { color: $text-muted; text-style: bold; }
-    GpuArea > .gpupanel--fill { color: $primary; }
-    GpuArea > .gpupanel--empty { color: $foreground 25%; }
-    GpuArea > .gpupanel--value { color: $foreground; }
-    GpuArea > .gpupanel--fill-warning { color: $warning; }
-    GpuArea > .gpupanel--value-warning { color: $warning; text-style: bold; }
-    GpuArea > .gpupanel--fill-error { color: $error; }
-    GpuArea > .gpupanel--value-error { color: $error; text-style: bold; }
-    GpuArea > .gpupanel--spark { color: $secondary; }
-    GpuArea > .gpupanel--muted { color: $text-muted; }
-    GpuArea > .gpupanel--warning { color: $warning; text-style: bold; }
-    GpuArea > .gpupanel--error { color: $error; text-style: bold; }
-    GpuArea > .gpupanel--verdict { color: $accent; }
-    """
-    COMPONENT_CLASSES: ClassVar[set[str]] = {  # the panels' (GpuPanel._style)
-        "gpupanel--label", "gpupanel--fill", "gpupanel--empty", "gpupanel--value",
-        "gpupanel--fill-warning", "gpupanel--value-warning",
-        "gpupanel--fill-error", "gpupanel--value-error",
-        "gpupanel--spark", "gpupanel--muted", "gpupanel--warning", "gpupanel--error",
-        "gpupanel--verdict",
-    }
-
-    def allow_focus(self) -> bool:
-        return self.max_scroll_y > 0
-
-    def __init__(self, *, id: str | None = None, devices: tuple[DeviceInfo, ...] = (),
-                 layout: Layout | None = None) -> None:
-        """`devices` and their `layout`, when known before the screen is built: their
-        widgets are composed with it (no mount, no second layout before the first
-        paint); else `set_devices` mounts them later."""
-        super().__init__(id=id)
-        self.indices: tuple[int, ...] = ()
-        self._infos: tuple[DeviceInfo, ...] = ()
-        self._panels: dict[int, GpuPanel] = {}
-        self._rows: dict[int, GpuRow] = {}
-        self.compact = False
-        self.columns = 1
-        self.spark_rows = 1
-        self.row_lines = 1
-        self._header: RowsHeader | None = None  # over the rows, made with them
-        if devices and layout is not None:
-            self._infos = devices
-            self.indices = tuple(i.index for i in devices)
-            self.compact, self.columns = layout.compact, layout.columns
-            self.spark_rows, self.row_lines = layout.spark_rows, layout.row_lines
-            self.set_class(self.compact, "-compact")
-            self._make_kind(self.compact)
-
-    def compose(self) -> ComposeResult:
-        grid = Grid(*self._panels.values(), id="panels")
-        grid.styles.grid_size_columns = self.columns
-        yield grid
-        rows = [self._header, *self._rows.values()] if self._header else []
-        yield Vertical(*rows, id="rows")
-
-    async def set_devices(self, infos: tuple[DeviceInfo, ...]) -> None:
-        """Mount widgets for these GPUs: only the kind shown now (panels or rows).
-
-        The other kind is mounted when the layout first switches to it: 8 panels are
-        ~200 widgets, and mounting what is not shown costs start-up time and frames.
-        Call set_layout first, so the first frame already has the right kind.
-        """
-        indices = tuple(i.index for i in infos)
-        if indices == self.indices:
-            return
-        panels = self.query_one("#panels", Grid)
-        rows = self.query_one("#rows", Vertical)
-        await panels.remove_children()
-        await rows.remove_children()
-        self._panels, self._rows, self._header = {}, {}, None
-        self._infos = infos
-        self.indices = indices
-        await self._mount_kind(self.compact)
-
-    def _mount_kind(self, compact: bool) -> AwaitComplete | AwaitMount:
-        """Mount the rows (compact) or panels for the current GPUs, if not yet mounted."""
-        made = self._make_kind(compact)
-        if made and compact:
-            return self.query_one("#rows", Vertical).mount_all(made)
-        if made:
-            return self.query_one("#panels", Grid).mount_all(made)
-        return AwaitComplete.nothing()
-
-    def _make_kind(self, compact: bool) -> list[Widget]:
-        """Make the rows (compact) or panels for the current GPUs, if not made yet."""
-        if compact and not self._rows and self._infos:
-            # Imported with the first rows: most terminals never show them.
-            from gputui.ui.widgets.gpu_row import GpuRow, RowsHeader
-
-            self._header = RowsHeader(id="rows-header")
-            self._rows = {i.index: GpuRow(i, id=f"row-{i.index}") for i in self._infos}
-            for row in self._rows.values():
-                row.set_lines(self.row_lines)
-            return [self._header, *self._rows.values()]
-        if not compact and not self._panels and self._infos:
-            self._panels = {i.index: GpuPanel(i, id=f"gpu-{i.index}") for i in self._infos}
-            for panel in self._panels.values():
-                panel.set_spark_rows(self.spark_rows)
-            return list(self._panels.values())
-        return []
-
-    def set_layout(self, compact: bool, columns: int, spark_rows: int = 1,
-                   row_lines: int = 1) -> None:
-        if spark_rows != self.spark_rows:
-            self.spark_rows = spark_rows
-            for panel in self._panels.values():
-                panel.set_spark_rows(spark_rows)
-        if row_lines != self.row_lines:
-            self.row_lines = row_lines
-            for row in self._rows.values():
-                row.set_lines(row_lines)
-        if compact != self.compact:
-            self.compact = compact
-            self.set_class(compact, "-compact")
-            self._mount_kind(compact)  # not awaited: panels show their frame on mount
-        if columns != self.columns:
-            self.columns = columns
-            self.query_one("#panels", Grid).styles.grid_size_columns = columns
-
-    def update_frames(self, frames: list[GpuFrame]) -> None:
-        widgets = self._rows if self.compact else self._panels
-        if self.compact and frames and self._header is not None:
-            self._header.set_seconds(frames[0].seconds)
-        for f in frames:
-            w = widgets.get(f.sample.index)
-            if w is not None:
-                w.update_frame(f)

@@ -10,7 +10,18 @@ from typing import Protocol
 from gputui.safe_text import printable
 from gputui.telemetry.gpm import LOW_SM_ACTIVE_PCT, verdict
 from gputui.telemetry.model import DeviceInfo, GpuSample
-from gputui.telemetry.throttle import ThrottleEpisode, explain, is_throttling, state_words
+from gputui.telemetry.throttle import (
+    CURRENT_LIMIT,
+    MEM_THERMAL,
+    PLATFORM_POWER,
+    PROCHOT,
+    RELIABILITY,
+    VR_THERMAL,
+    ThrottleEpisode,
+    explain,
+    is_throttling,
+    state_words,
+)
 from gputui.telemetry.units import NA, fmt_duration, fmt_pct, gib
 
 
@@ -61,7 +72,9 @@ class GpuFrame:
 # others ("HW thermal" vs "HW slowdown" vs "HW power brake"), most serious first.
 SHORT_REASONS: tuple[tuple[int, str], ...] = (
     (0x40, "HW thermal"), (0x80, "HW power brake"), (0x8, "HW slowdown"),
-    (0x20, "SW thermal"), (0x4, "SW power cap"), (0x10, "sync boost"),
+    (PROCHOT, "PROCHOT"), (VR_THERMAL, "VR thermal"), (MEM_THERMAL, "mem thermal"),
+    (0x20, "SW thermal"), (CURRENT_LIMIT, "current limit"), (PLATFORM_POWER, "platform power"),
+    (0x4, "SW power cap"), (RELIABILITY, "FIT limit"), (0x10, "sync boost"),
 )
 
 
@@ -70,7 +83,7 @@ def short_reasons(mask: int | None) -> str:
 
 
 def short_name(name: str) -> str:
-    return name.removeprefix("NVIDIA ").removeprefix("GeForce ")
+    return name.removeprefix("NVIDIA ").removeprefix("GeForce ").removeprefix("AMD ")
 
 
 def temp_scale_c(info: DeviceInfo) -> float:

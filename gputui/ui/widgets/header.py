@@ -24,6 +24,7 @@ class HeaderInfo:
     hostname: str = ""
     driver: str | None = None
     cuda: str | None = None
+    amd_driver: str | None = None  # amdgpu's version, on a box with AMD GPUs
     time: datetime | None = None  # the snapshot's time, never now(): stable screenshots
     interval_s: float = 1.0
     alerts: int = 0
@@ -140,7 +141,11 @@ class AppHeader(Widget):
             left.append(printable(i.replay), self._style("muted"))
         if i.hostname:
             left.append(f"  {printable(i.hostname)}")
-        drv = f"  driver {printable(i.driver or 'N/A')}  CUDA {printable(i.cuda or 'N/A')}"
+        # NVIDIA's versions, unless the box has only AMD GPUs (then amdgpu's alone).
+        drv = "" if i.amd_driver and not i.driver else (
+            f"  driver {printable(i.driver or 'N/A')}  CUDA {printable(i.cuda or 'N/A')}")
+        if i.amd_driver:
+            drv += f"  amdgpu {printable(i.amd_driver)}"
         left.append(drv, self._style("muted"))
 
         right = Text(no_wrap=True, end="")

@@ -1,6 +1,7 @@
 """Per-process utilisation and containers: SM / memory / encoder / decoder %
 per process from NVML (the newer call, or the older one on older drivers), and the
-container from /proc/PID/cgroup; in the snapshot JSON."""
+container from /proc/PID/cgroup (tests/telemetry/test_pods.py has every kind); in the
+snapshot JSON."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.telemetry.container import ContainerNames, container_from_cgroup
+from gputui.telemetry.container import ContainerNames
 from gputui.telemetry.nvml import ALL_FIELDS, NvmlSource
 from tests.cli import CliEnv
 from tests.fakenvml.harness import FakeNvml, FakeNvmlLib
@@ -67,37 +68,6 @@ def test_no_new_sample_keeps_the_last_for_a_while_then_null(
     src.close()
 
 
-DOCKER_V2 = ("0::/system.slice/docker-"
-             "3f4e5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f.scope\n")
-K8S_V2 = ("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
-          "1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice/cri-containerd-" + "ab12" * 16
-          + ".scope\n")
-
-
-@pytest.mark.parametrize(("text", "want"), [
-    (DOCKER_V2, "docker:3f4e5a6b7c8d"),
-    ("12:devices:/docker/" + "ab" * 32 + "\n", "docker:abababababab"),
-    (K8S_V2, "containerd:ab12ab12ab12 pod 1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"),
-    ("0::/machine.slice/libpod-" + "cd" * 32 + ".scope\n", "podman:cdcdcdcdcdcd"),
-    ("0::/kubepods.slice/kubepods-pod12345678_1234_1234_1234_123456789abc.slice/crio-"
-     + "ef" * 32 + ".scope\n", "cri-o:efefefefefef pod 12345678-1234-1234-1234-123456789abc"),
-    ("0::/user.slice/user-1000.slice/session-3.scope\n", None),
-])
-def test_container_from_cgroup(text: str, want: str | None) -> None:
-    assert container_from_cgroup(text) == want
-
-
-def test_container_names_read_proc_once_per_process(tmp_path: Path) -> None:
-    (tmp_path / "77").mkdir()
-    (tmp_path / "77" / "cgroup").write_text(DOCKER_V2)
-    names = ContainerNames(tmp_path)
-    assert names.get(77, 1000.0) == "docker:3f4e5a6b7c8d"
-    (tmp_path / "77" / "cgroup").write_text("0::/\n")  # cached: not read again
-    assert names.get(77, 1000.0) == "docker:3f4e5a6b7c8d"
-    assert names.get(77, 2000.0) is None  # a new process that reused the pid
-    assert names.get(78, 1.0) is None  # no such process
-
-
 def test_snapshot_json_has_process_utilisation_and_container(
         fake_nvml_lib: FakeNvmlLib, tmp_path: Path, cli_env: CliEnv) -> None:
     from tests.fakenvml.harness import write_scenario
@@ -111,5 +81,6 @@ def test_snapshot_json_has_process_utilisation_and_container(
     (p,) = json.loads(proc.stdout)["processes"]
     assert (p["pid"], p["sm_util_pct"], p["mem_util_pct"], p["enc_util_pct"],
             p["dec_util_pct"]) == (me, 88, 44, 0, 0)
-    want = container_from_cgroup(Path(f"/proc/{me}/cgroup").read_text())
-    assert p["container"] == want
+    want = ContainerNames().get(me, None)
+    assert p["container"] == (want.container if want else None)
+    assert p["pod"] == (want.pod if want else None)

@@ -8,14 +8,21 @@ the forward pass, halved when causal; backward 2.5× the forward. Each point rec
 SDPA backend that ran (flash, efficient, cudnn, math; on the CPU its flash kernel), found
 from the aten op the call dispatched to, and its % of the dense peak at the precision.
 The backward pass runs through torch.autograd.grad: no .grad accumulation in the step.
+
+Finding the backend takes torch's dispatch modes, a private API
+(`torch.utils._python_dispatch.TorchDispatchMode`): where it is missing or fails, the
+backend reads "unknown" and the benchmark runs on (`backend_label`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, flops, peaks
+from gputui.bench.kind_extras import AttentionExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.kinds.flop_count import device_peak
@@ -27,6 +34,8 @@ from gputui.bench.worker.measure import (
     peak_memory,
     reset_peak,
 )
+
+log = logging.getLogger("gputui.bench.worker.attention")
 
 HEAD_DIMS_CUDA = (64, 128)
 PASSES = ("fwd", "fwd+bwd")
@@ -42,6 +51,21 @@ def backend_of(op_names: list[str]) -> str:
         if any(key in op for op in op_names):
             return name
     return "math"
+
+
+UNKNOWN = "unknown"
+
+
+def backend_label(fn: Callable[[], Any]) -> str:
+    """The SDPA backend of one untimed call of `fn`, or "unknown" where torch's dispatch
+    recorder is missing or fails: a torch change costs the label, never the benchmark
+    (a call that fails for its own reasons fails again where it is measured)."""
+    try:
+        return backend_of(ops_of(fn))
+    except Exception as exc:  # ImportError, AttributeError, TypeError ... of a private API
+        log.warning("attention backend unknown (torch's dispatch recorder: %s: %s)",
+                    type(exc).__name__, exc)
+        return UNKNOWN
 
 
 def ops_of(fn: Callable[[], Any]) -> list[str]:
@@ -110,11 +134,9 @@ def run_attention(ctx: Ctx) -> None:
                     res.throughput = tp
         del q, k, v, dout
     reading = meter.stop(0)
-    res.avg_power_w = reading.get("avg_power_w")
-    if best is not None:
-        res.extra["headline_point"] = best[1]
-    res.extra["peak_tflops"] = peak
-    res.extra["peak_dtype"] = peak_dtype
+    res.avg_power_w = reading.avg_power_w
+    res.extra = replace(res.extra, headline_point=best[1] if best is not None else None,
+                        kind=AttentionExtra(peak_tflops=peak, peak_dtype=peak_dtype))
     res.peak_memory_bytes = peak_memory(dev)
 
 
@@ -137,7 +159,7 @@ def _point(ctx: Ctx, q: Any, k: Any, v: Any, dout: Any, causal: bool, what: str,
             with torch.no_grad():
                 F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-    backend = backend_of(ops_of(lambda: step(0)))
+    backend = backend_label(lambda: step(0))
     do_warmup(ctx, step, ctx.request.warmup or 0)
     loop = measure(ctx, step, 1, "steps/s")
     per_step = flops.attention_flops(b, s, h, d, causal, backward)

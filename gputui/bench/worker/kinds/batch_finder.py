@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, stats
+from gputui.bench.kind_extras import BatchFinderExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.environment import host_peak_text
 from gputui.bench.worker.failures import first_line, is_oom
@@ -161,12 +162,11 @@ def run_batch_finder(ctx: Ctx) -> None:
         else:
             fail_min = mid
     fits = sum(1 for p in res.points if p.ok)
-    res.extra.update({"max_batch_fit": ok_max, "first_failed_batch": fail_min,
-                      "limit": limit, "probes": len(res.points), "probes_fit": fits,
-                      "probes_failed": len(res.points) - fits,
-                      "recommended_batch": recommended(
-                          {b: mem for b, (_, mem) in fitted.items()}, limit_bytes),
-                      "host_oom": host_oom[0] if host_oom else None})
+    res.extra = replace(res.extra, kind=BatchFinderExtra(
+        max_batch_fit=ok_max, first_failed_batch=fail_min, limit=limit,
+        probes=len(res.points), probes_fit=fits, probes_failed=len(res.points) - fits,
+        recommended_batch=recommended({b: mem for b, (_, mem) in fitted.items()}, limit_bytes),
+        host_oom=host_oom[0] if host_oom else None))
     res.batch_size = ok_max
     if ok_max is not None:
         res.throughput, res.peak_memory_bytes = fitted[ok_max]

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.bench import events, stats
+from gputui.bench.kind_extras import P2pExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.errors import UsageError
@@ -93,7 +95,7 @@ def run_p2p(ctx: Ctx) -> None:
     res.throughput = stats.Throughput(
         value=min(by_pair.values(), default=None), median=None, p10=None, p90=None,
         unit="GB/s", definition="slowest pair's copy GB/s")
-    res.extra["gbps"] = by_pair
+    res.extra = replace(res.extra, kind=P2pExtra(gbps=by_pair))
 
 
 @register("allreduce")

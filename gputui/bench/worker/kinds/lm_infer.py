@@ -18,9 +18,11 @@ model or batch is bound by launches, not by memory bandwidth: `llm.decode` says 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, flops, llm_metrics
+from gputui.bench.kind_extras import LmInferExtra
 from gputui.bench.lm_shapes import LMShape, shape_of
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.failures import is_oom
@@ -28,6 +30,7 @@ from gputui.bench.worker.kinds import register
 from gputui.bench.worker.kinds.flop_count import attach
 from gputui.bench.worker.measure import (
     energy_meter,
+    forget_compiled,
     free_memory,
     loop_throughput,
     peak_memory,
@@ -45,6 +48,12 @@ def model_dtype(precision: str) -> Any:
     import torch
 
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision, torch.float32)
+
+
+def decode_step(model: Any, tok: Any, pos: Any) -> Any:
+    """One greedy decode step: the model over one token per sequence at `pos`, the argmax
+    of the last position's logits (the next token, left on the device)."""
+    return model(tok, pos, last_only=True).argmax(-1)
 
 
 class Generator:
@@ -78,7 +87,7 @@ class Generator:
                             "on the CPU)")
 
     def _decode(self, tok: Any, pos: Any) -> Any:
-        return self.model(tok, pos, last_only=True).argmax(-1)
+        return decode_step(self.model, tok, pos)
 
     def request(self, mark: Callable[[], None]) -> Any:
         """Generate `new` tokens per sequence; `mark()` at the start and after each token."""
@@ -176,10 +185,15 @@ def run_lm_infer(ctx: Ctx) -> None:
         "sync": "at the end of each request (a request is done when its last token is)",
         "headline": "generated tokens of whole requests (prefill included) / seconds"})
     batches = [int(req.batch_size or 1)]
-    if req.sweep:
+    if req.batch_sizes is not None:
+        batches = list(req.batch_sizes)
+    elif req.sweep:
         batches = [1]
         while batches[-1] * 2 <= SWEEP_MAX[dev.type]:
             batches.append(batches[-1] * 2)
+    # A compiled decode step compiles (and captures its CUDA graph) on its first call.
+    warmup = max(req.warmup or 0, 1 if req.compile else 0)
+    res.settings["warmup"] = warmup
     best: tuple[float, Any, Any] | None = None
     meter = energy_meter(ctx)
     generated, stopped = 0, False
@@ -190,15 +204,16 @@ def run_lm_infer(ctx: Ctx) -> None:
         ctx.checkpoint()
         ctx.current_batch = b
         drop_cache(model)  # the previous point's cache goes before this one is made
+        forget_compiled(req.compile and b != batches[0])
         try:
             g = Generator(model, shape, b, prompt, new, ctx)
-            loop, gaps = run_requests(ctx, g, max(req.warmup or 0, 1 if g.compiled else 0),
-                                      req.steps, req.duration_s,
+            loop, gaps = run_requests(ctx, g, warmup, req.steps, req.duration_s,
                                       meter.start if b == batches[0] else lambda: None)
         except Exception as exc:
             if not req.sweep or b == batches[0] or not is_oom(exc):
                 raise
-            res.extra["sweep_stopped"] = f"batch {b}: out of memory"
+            res.extra = replace(res.extra, kind=LmInferExtra(
+                sweep_stopped=f"batch {b}: out of memory"))
             g = None
             drop_cache(model)
             free_memory(dev)
@@ -229,15 +244,18 @@ def run_lm_infer(ctx: Ctx) -> None:
     res.batch_size = b
     res.settings["batch_size"] = b
     res.throughput = tp
-    res.llm = llm
+    # A generated token is this benchmark's sample: J per output token, as vLLM reports it.
+    res.llm = replace(llm, energy_per_output_token_j=res.energy_j_per_sample)
     res.steps, res.samples = loop.steps, loop.samples
     res.peak_memory_bytes = peak_mem
     if req.sweep:
-        res.extra["headline_point"] = f"batch {b}"
+        res.extra = replace(res.extra, headline_point=f"batch {b}")
     if peak_bps is None and dev.type == "cuda":
-        res.extra["peak_bandwidth"] = "none: the peak table has no row for this GPU"
+        kind = res.extra.of(LmInferExtra) or LmInferExtra()
+        res.extra = replace(res.extra, kind=replace(
+            kind, peak_bandwidth="none: the peak table has no row for this GPU"))
     if stopped:
         res.status = "cancelled"
-    # Forward-only: a third of the training count, at the context the cache spans.
-    attach(ctx, flops.lm_forward_per_token(shape.with_seq_len(prompt + new)), "analytic",
-           formula=flops.GPT_FORWARD_FORMULA)
+    # Forward passes only, the prompt's included: the headline's time holds the prefill.
+    attach(ctx, flops.lm_generate_per_token(shape, prompt, new), "analytic",
+           formula=flops.LM_GENERATE_FORMULA)

@@ -8,9 +8,11 @@ GPU held over its window. --sweep tries a few standard shapes and reports the be
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, peaks
+from gputui.bench.kind_extras import MatmulExtra
 from gputui.bench.request import RunRequest
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
@@ -90,11 +92,11 @@ def run_matmul(ctx: Ctx) -> None:
     finally:
         if dev.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = saved
-        res.extra.update({
-            "tflops": {dt: v for dt, (v, _) in best.items()},
-            "best_shape": {dt: list(s) for dt, (_, s) in best.items()},
-            "peak_tflops": ({d: row.tflops(d) for d in peaks.DTYPES} if row else None),
-            "peak_source": source, "peak_gpu": row.name if row else None})
+        res.extra = replace(res.extra, kind=MatmulExtra(
+            tflops={dt: v for dt, (v, _) in best.items()},
+            best_shape={dt: s for dt, (_, s) in best.items()},
+            peak_tflops=({d: row.tflops(d) for d in peaks.DTYPES} if row else None),
+            peak_source=source, peak_gpu=row.name if row else None))
         res.peak_memory_bytes = peak_memory(dev)
 
 
@@ -120,7 +122,7 @@ def _point(ctx: Ctx, torch: Any, dt: str, dtype: Any, shape: tuple[int, int, int
     reading = meter.stop(loop.steps)
     tp = loop_throughput(loop, "TFLOP/s", per_sample=flops / 1e12)
     pk = row.tflops(dt) if row else None
-    window = reading.get("window") or {}
+    window = reading.window
     ctx.add_point(events.Point(
         label=dt if single else f"{dt} {m}x{n}x{k}", batch_size=None, throughput=tp.value,
         unit="TFLOP/s",
@@ -128,18 +130,19 @@ def _point(ctx: Ctx, torch: Any, dt: str, dtype: Any, shape: tuple[int, int, int
                "pct_of_peak": peaks.pct_of_peak(tp.value, pk),
                "peak_source": source if pk else None, "steps": loop.steps,
                "iterations": loop.steps, "timed_s": loop.wall_s,
-               "clock_sm_mhz_mean": window.get("clock_sm_mhz_mean"),
-               "power_w_mean": reading.get("avg_power_w") or window.get("power_w_mean"),
-               "throttle_mask": window.get("throttle_mask")}))
+               "clock_sm_mhz_mean": window.clock_sm_mhz_mean if window else None,
+               "power_w_mean": reading.avg_power_w or (window.power_w_mean if window
+                                                       else None),
+               "throttle_mask": window.throttle_mask if window else None}))
     res.add_counts(loop.steps, None)  # steps, not samples: a probe has none
     if tp.value is not None and (dt not in best or tp.value > best[dt][0]):
         best[dt] = (tp.value, shape)
         if dt == req.precision or res.throughput is None:
             res.throughput = tp
-            res.extra["headline_point"] = f"{dt} {m}x{n}x{k}"
-            res.avg_power_w = reading.get("avg_power_w")
-            if window:
-                res.extra["gpu_window"] = window
+            res.extra = replace(res.extra, headline_point=f"{dt} {m}x{n}x{k}")
+            res.avg_power_w = reading.avg_power_w
+            if window is not None:
+                res.extra = replace(res.extra, gpu_window=window)
     if loop.stopped_early:
         res.status = "cancelled"
         return False

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.bench import events, peaks, stats
+from gputui.bench.kind_extras import MembwExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.measure import (
@@ -79,7 +81,7 @@ def run_membw(ctx: Ctx) -> None:
         meter.start()
         loop = measure(ctx, fn, 1, "steps/s")
         reading = meter.stop(loop.steps)
-        window = reading.get("window") or {}
+        window = reading.window
         tp = loop_throughput(loop, "GB/s", per_sample=moved / 1e9)
         pct = peaks.pct_of_peak(tp.value, pk)
         ctx.add_point(events.Point(
@@ -87,25 +89,26 @@ def run_membw(ctx: Ctx) -> None:
             extra={"bytes_per_step": moved, "peak_gbps": pk, "pct_of_peak": pct,
                    "peak_source": source if pk else None, "steps": loop.steps,
                    "iterations": loop.steps, "timed_s": loop.wall_s,
-                   "clock_mem_mhz_mean": window.get("clock_mem_mhz_mean"),
-                   "clock_sm_mhz_mean": window.get("clock_sm_mhz_mean"),
-                   "power_w_mean": reading.get("avg_power_w") or window.get("power_w_mean"),
-                   "throttle_mask": window.get("throttle_mask")}))
+                   "clock_mem_mhz_mean": window.clock_mem_mhz_mean if window else None,
+                   "clock_sm_mhz_mean": window.clock_sm_mhz_mean if window else None,
+                   "power_w_mean": reading.avg_power_w or (window.power_w_mean if window
+                                                           else None),
+                   "throttle_mask": window.throttle_mask if window else None}))
         by_kernel[label] = tp.value
         first = first or tp
         res.add_counts(loop.steps, None)  # steps, not samples: a probe has none
         if label == "triad":
             res.throughput = tp
-            res.avg_power_w = reading.get("avg_power_w")
-            if window:
-                res.extra["gpu_window"] = window
+            res.avg_power_w = reading.avg_power_w
+            if window is not None:
+                res.extra = replace(res.extra, gpu_window=window)
         if loop.stopped_early:
             res.status = "cancelled"
             break
     if res.throughput is None:
         res.throughput = first  # cancelled before triad: copy's figure
-    res.extra.update({"gbps": by_kernel, "peak_gbps": peak_gbps,
-                      "peak_source": source if peak_gbps else None,
-                      "peak_gpu": row.name if row is not None and peak_gbps else None})
+    res.extra = replace(res.extra, kind=MembwExtra(
+        gbps=by_kernel, peak_gbps=peak_gbps, peak_source=source if peak_gbps else None,
+        peak_gpu=row.name if row is not None and peak_gbps else None))
     res.peak_memory_bytes = peak_memory(dev)
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gputui.bench import events, stats
+from gputui.bench.kind_extras import SweepExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.failures import first_line, is_oom
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.measure import (
     do_warmup,
+    forget_compiled,
     free_memory,
     loop_throughput,
     measure,
@@ -34,8 +37,9 @@ def run_sweep(ctx: Ctx) -> None:
     req, res, dev = ctx.request, ctx.result, ctx.device
     unit, train = ctx.bench.unit, ctx.bench.kind == "train"
     # Training starts at 2: BatchNorm cannot train on one sample with a 1×1 feature map.
-    sizes = sweep_sizes(req.batch_size, 2 if train else 1)
-    res.extra["sweep_sizes"] = sizes
+    sizes = (list(req.batch_sizes) if req.batch_sizes is not None
+             else sweep_sizes(req.batch_size, 2 if train else 1))
+    res.extra = replace(res.extra, kind=SweepExtra(sweep_sizes=tuple(sizes)))
     res.steps, res.samples = 0, 0
     best: tuple[float, int, stats.Throughput] | None = None
     for b in sizes:
@@ -49,6 +53,7 @@ def run_sweep(ctx: Ctx) -> None:
         wl: Any = None
         step: Any = None
         free_memory(dev)
+        forget_compiled(req.compile)
         try:
             wl = make_workload(req, dev, b)
             step = (TrainStep if train else InferStep)(wl, dev, req.precision,
@@ -85,7 +90,7 @@ def run_sweep(ctx: Ctx) -> None:
     res.peak_memory_bytes = peak_memory(dev)
     if best is not None:
         res.throughput, res.batch_size = best[2], best[1]
-        res.extra["best_batch"] = best[1]
+        res.extra = replace(res.extra, kind=SweepExtra(tuple(sizes), best_batch=best[1]))
         if res.status == "ok":
             # Model FLOPs per sample do not depend on the batch: counted at the smallest.
             from gputui.bench.worker.kinds.train import model_flops
@@ -95,5 +100,3 @@ def run_sweep(ctx: Ctx) -> None:
             wl = make_workload(req, dev, sizes[0])
             step = (TrainStep if train else InferStep)(wl, dev, req.precision, False)
             model_flops(ctx, step, wl, train)
-    else:
-        res.extra["best_batch"] = None

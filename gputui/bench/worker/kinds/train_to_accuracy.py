@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import replace
 
 from gputui.bench import events, stats
+from gputui.bench.kind_extras import AccuracyExtra
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.measure import peak_memory
@@ -115,7 +117,7 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     def accuracy() -> float:
         return accuracy_of(student)
 
-    curve: list[list[float]] = []
+    curve: list[tuple[int, float]] = []
     chunk_rates: list[float] = []
     train_s = eval_s = 0.0
     reached_at: int | None = None
@@ -156,7 +158,7 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
         chunk_rates.append(chunk * b / (t1 - t0))
         acc = accuracy()  # the .item() here is the sync every eval_every steps
         eval_s += time.perf_counter() - t1
-        curve.append([step, round(acc, 4)])
+        curve.append((step, round(acc, 4)))
         now = time.perf_counter()
         bound = bound or out_of_budget(0.0)
         done = acc >= target or bound is not None
@@ -178,18 +180,17 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
     res.throughput = stats.headline(samples, train_s, chunk_rates, ctx.bench.unit)
     res.steps, res.samples = step, samples
     res.peak_memory_bytes = peak_memory(dev)
-    res.extra.update({
-        "target_accuracy": target, "reached": reached_at is not None,
-        "steps_to_target": reached_at, "final_accuracy": acc,
+    res.extra = replace(res.extra, kind=AccuracyExtra(
+        target_accuracy=target, reached=reached_at is not None,
+        steps_to_target=reached_at, final_accuracy=acc,
         # Training seconds only: evaluation (eval_time_s) and the warm-up on a copy
         # (setup_time_s) are reported beside it.
-        "time_to_target_s": train_s if reached_at is not None else None,
-        "wall_to_target_s": wall if reached_at is not None else None,
-        "setup_time_s": setup_s,
-        "train_time_s": train_s, "eval_time_s": eval_s, "curve": curve,
-        "stopped_by": "target" if reached_at is not None else (
-            "cancel" if ctx.cancel.is_set() else bound),
-    })
+        time_to_target_s=train_s if reached_at is not None else None,
+        wall_to_target_s=wall if reached_at is not None else None,
+        setup_time_s=setup_s, train_time_s=train_s, eval_time_s=eval_s,
+        curve=tuple(curve),
+        stopped_by="target" if reached_at is not None else (
+            "cancel" if ctx.cancel.is_set() else bound)))
     if ctx.cancel.is_set() and reached_at is None:
         res.status = "cancelled"
     # Model FLOPs of the student's step (the teacher's labelling is not the model's work),
