@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     from gputui.commands.config_args import apply_config
     from gputui.commands.paths import kernel_paths
     from gputui.notify import cli as notify_cli
-    from gputui.ui.sampler_opener import SamplerOpener
+    from gputui.telemetry.sampler_opener import SamplerOpener
 
     settings = apply_config(args, monitor=True)  # config.toml under the flags
     paths = kernel_paths(args)
