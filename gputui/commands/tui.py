@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     # No garbage collection while the monitor starts: importing Textual and building the
     # first screen make ~70,000 objects that live as long as the app, and collecting
     # them over and over took ~10 % of the time to the first frame (docs/performance.md).
-    # The app turns it back on once that frame is drawn (GputuiApp._draw).
+    # The app turns it back on once the first reading is on screen (GputuiApp).
     gc.disable()
     try:
         return _run(args)

@@ -154,15 +154,15 @@ class MonitorFeed:
     def _handed(self, sampler: Sampler) -> bool:
         """The opener's hand-over, on its thread (or the view's, if NVML opened first).
         False: the view is gone, and the opener closes the sampler."""
+        assert self._opener is not None
         with self._lock:
             if self.state is not FeedState.OPENING:
                 return False
+            self._opener.taken(sampler)  # the feed's to close from now on
             self._sampler = sampler
             self._subscribe(sampler)
             self.state = FeedState.LIVE
             sampler.start()  # its first tick at once
-        assert self._opener is not None
-        self._opener.taken(sampler)
         return True
 
     def _subscribe(self, sampler: Sampler) -> None:

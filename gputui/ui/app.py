@@ -224,21 +224,18 @@ class GputuiApp(App[int]):
                            replay=self.replay.position() if self.replay else None)
 
     def _update_header(self) -> None:
-        self.main.set_header(self._header_info())
-
-    def bench_changed(self) -> None:
-        """A run started, moved or ended: the header's run indicator follows."""
+        """Between frames: a replay moved, a benchmark run started, moved or ended."""
         if self.main is not None and self.main.is_mounted:
-            self._update_header()
+            self.main.set_header(self._header_info())
 
     # Benchmark runs post these from the runner's threads; the session owns their state.
     def on_run_event(self, message: RunEvent) -> None:
         self.bench.apply_event(message)
-        self.bench_changed()
+        self._update_header()
 
     def on_run_finished(self, message: RunFinished) -> None:
         self.bench.apply_finished(message)
-        self.bench_changed()
+        self._update_header()
 
     # --- keys that work on every screen ----------------------------------------------------
     # A screen opened by a key is imported when first opened, and handed what it draws
