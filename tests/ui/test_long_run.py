@@ -31,13 +31,13 @@ def _bound(table: ProcessTable) -> int:
 
 async def test_process_table_caches_stay_bounded_over_many_updates_and_resizes() -> None:
     sampler = Sampler(interval=1.0)
-    app = GputuiApp(AppOptions(interval=1.0), sampler=sampler, start_sampler=False)
+    app = GputuiApp(AppOptions(interval=1.0), sampler=sampler)
     async with app.run_test(size=(140, 45)) as pilot:
         for t in range(60):
             # Processes are redrawn every few seconds of snapshot time: step 4 s.
             sampler.ingest(_snap(4 * t))
             await pilot.pause()
-        table = app.main.procs
+        table = app.query_one(ProcessTable)
         sizes = render_cache_sizes(table)
         assert table.row_count == 4  # it was really drawn, over and over
         assert sizes["_cell_render_cache"] <= _bound(table), sizes
