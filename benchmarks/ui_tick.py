@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import statistics
@@ -57,7 +58,10 @@ def measure(gpus: int, ticks: int, size: tuple[int, int]) -> dict[str, float]:
 
     async def run() -> tuple[float, int]:
         sampler = Sampler(interval=1.0, nvml=None)
-        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+        if "start_sampler" in inspect.signature(GputuiApp).parameters:  # a tree before the feed
+            app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+        else:  # a sampler handed to the app is fed by hand
+            app = GputuiApp(AppOptions(), sampler=sampler)
         app.driver_class = Counting
         async with app.run_test(size=size, headless=False) as pilot:
             feed(sampler, 0, 5, make)  # the first full screen and layout, not measured

@@ -1,4 +1,5 @@
-"""`gputui fleet`: one row per host × GPU across many gputui or dcgm-exporter endpoints.
+"""`gputui fleet`: one row per host, problems first, across many gputui or dcgm-exporter
+endpoints or a Prometheus server that scrapes them; each host's GPUs one key away.
 
 Exit codes with --once: 0 when at least one host could be read (the output says
 which others are down or broken); 1 when no host could be read successfully (every
@@ -29,9 +30,10 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
 
     p = sub.add_parser(
         "fleet", help=summary,
-        description="One row per host and GPU across many hosts, read from their gputui "
-        "export or dcgm-exporter /metrics pages, or from a Prometheus server; alerts for "
-        "throttling or hot GPUs and hosts that are down.")
+        description="One row per host, problems first (down, lost GPUs, XIDs, throttling, "
+        "hot, idle GPUs holding memory), read from their gputui export or dcgm-exporter "
+        "/metrics pages, or from a Prometheus server that scrapes them (the way for more "
+        "than a few dozen hosts); Enter opens a host's GPUs and jobs.")
     p.add_argument("targets", nargs="*", metavar="TARGET",
                    help="HOST:PORT of an exporter (/metrics implied) or a full http(s):// URL; "
                    "basic-auth passwords from ~/.netrc ($NETRC), as curl reads them")
@@ -64,8 +66,10 @@ def make_poller(args: argparse.Namespace) -> Poller:
             server = parse_prometheus_url(args.prometheus)
             warn_password_in_argv([server])
             server = with_netrc([server])[0]
+            # --once lists every GPU (JSON's per-GPU shape); the view reads the open host's.
             return PrometheusPoller(server.url, interval=args.interval, timeout=args.timeout,
-                                    hot_temp_c=args.hot, auth=server.auth)
+                                    hot_temp_c=args.hot, auth=server.auth,
+                                    every_gpu=args.once)
         if not args.targets:
             raise UsageError("name at least one TARGET (HOST:PORT) or --prometheus URL")
         targets = [parse_target(t) for t in args.targets]
@@ -88,11 +92,16 @@ def warn_password_in_argv(targets: list[Target]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.fleet.poller import direct_mode_advice
+
     if args.json and not args.once:
         raise UsageError("--json needs --once (the live view is a TUI)")
     poller = make_poller(args)
+    advice = None if args.prometheus else direct_mode_advice(len(args.targets))
     try:
         if args.once:
+            if advice:
+                print(f"gputui: {advice}", file=sys.stderr)
             # Nothing will be retried: drop the retry countdowns from the output.
             snap: FleetSnapshot = poller.poll(force=True)
             snap = replace(snap, hosts=tuple(replace(h, retry_in_s=None) for h in snap.hosts))
@@ -105,10 +114,14 @@ def run(args: argparse.Namespace) -> int:
             if problem:  # may quote the Prometheus server: shown escaped
                 print(f"gputui: {printable(problem)}", file=sys.stderr)
             return 1 if problem else 0
+        from gputui.fleet.prometheus import PrometheusPoller
+
+        if isinstance(poller, PrometheusPoller):
+            poller.prefetch()  # the first read travels while the view starts
         from gputui.ui.fleet_app import FleetApp
         from gputui.ui.terminal_watch import exit_on_sigterm
 
-        app = FleetApp(poller, interval=args.interval)
+        app = FleetApp(poller, interval=args.interval, advice=advice)
         undo = exit_on_sigterm(app)  # SIGTERM: closed like `q` (terminal restored), 143
         try:
             app.run()
@@ -137,19 +150,40 @@ def once_failure(snap: FleetSnapshot) -> str | None:
 
 
 def print_table(snap: FleetSnapshot) -> None:
+    """The hosts (problems first), then every GPU, then the alerts."""
+    from datetime import UTC, datetime
+
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from gputui.fleet.host_table import cells, columns_for, down_text, fleet_line, row_labels
+    from gputui.fleet.model import FleetSummary
     from gputui.fleet.view import alert_text, host_rows
 
+    console = Console(highlight=False, width=max(120, Console().width))
+    columns = columns_for(snap.source != "targets")
+    hosts = Table(box=None, pad_edge=False, header_style="bold")
+    names = row_labels(snap.summaries)
+    hosts.add_column("HOST", overflow="fold",
+                     min_width=min(24, max(map(len, names.values()), default=4)))
+    for c in columns:
+        hosts.add_column(c.title.upper(), justify="right" if c.right else "left",
+                         no_wrap=not c.wraps)
+    now = datetime.now(UTC)
+    for s in snap.summaries:
+        down = down_text(s, now)
+        row = (down, *[""] * (len(columns) - 1)) if down is not None else cells(s, columns)
+        hosts.add_row(Text(names[s.target]), *(Text(c) for c in row))  # text: never markup
+    console.print(Text(fleet_line(FleetSummary.of(snap.summaries))))
+    console.print(hosts)
+    console.print()
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("HOST", "GPU", "MODEL", "UTIL", "SM_ACTIVE", "MEMORY", "POWER", "TEMP",
                 "STATE"):
         table.add_column(col, no_wrap=col != "STATE")
     for row in host_rows(snap, live=False):
         table.add_row(*(Text(c) for c in row.cells))  # text from the hosts: never markup
-    console = Console(highlight=False, width=max(120, Console().width))
     console.print(table)
     alerts = snap.alerts()
     console.print(f"\n{len(alerts)} alert(s)" + (":" if alerts else ""))

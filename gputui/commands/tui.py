@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     # No garbage collection while the monitor starts: importing Textual and building the
     # first screen make ~70,000 objects that live as long as the app, and collecting
     # them over and over took ~10 % of the time to the first frame (docs/performance.md).
-    # The app turns it back on once that frame is drawn (GputuiApp._draw).
+    # The app turns it back on once the first reading is on screen (GputuiApp).
     gc.disable()
     try:
         return _run(args)
@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     from gputui.commands.config_args import apply_config
     from gputui.commands.paths import kernel_paths
     from gputui.notify import cli as notify_cli
-    from gputui.ui.sampler_opener import SamplerOpener
+    from gputui.telemetry.sampler_opener import SamplerOpener
 
     settings = apply_config(args, monitor=True)  # config.toml under the flags
     paths = kernel_paths(args)

@@ -19,6 +19,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -81,6 +82,7 @@ class Page:
 
     url: str
     charset: str | None
+    encoding: str | None  # Content-Encoding ("gzip" where asked for and given)
     _resp: http.client.HTTPResponse
     _deadline: Deadline
 
@@ -108,7 +110,8 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or "").lower(), parts.port
 
 
-def _connect(url: str, deadline: Deadline, auth: str | None) -> http.client.HTTPConnection:
+def _connect(url: str, deadline: Deadline, auth: str | None,
+             gzip: bool) -> http.client.HTTPConnection:
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
     timeout = max(0.001, deadline.left())
@@ -124,12 +127,15 @@ def _connect(url: str, deadline: Deadline, auth: str | None) -> http.client.HTTP
                "Connection": "close"}
     if auth is not None:
         headers["Authorization"] = auth
+    if gzip:
+        headers["Accept-Encoding"] = "gzip"
     conn.request("GET", path, headers=headers)
     return conn
 
 
 @contextlib.contextmanager
-def open_page(url: str, deadline: Deadline, auth: str | None = None) -> Iterator[Page]:
+def open_page(url: str, deadline: Deadline, auth: str | None = None, *,
+              gzip: bool = False) -> Iterator[Page]:
     """GET `url`, following up to MAX_REDIRECTS redirects; ScrapeError unless it answers 200.
 
     `auth`: the Authorization header's value, sent to `url`'s scheme, host and port only
@@ -141,7 +147,7 @@ def open_page(url: str, deadline: Deadline, auth: str | None = None) -> Iterator
         conn: http.client.HTTPConnection | None = None
         try:
             try:
-                conn = _connect(url, deadline, auth)
+                conn = _connect(url, deadline, auth, gzip)
                 deadline.check()
                 resp = conn.getresponse()
             except ScrapeError:
@@ -166,7 +172,8 @@ def open_page(url: str, deadline: Deadline, auth: str | None = None) -> Iterator
                     "~/.netrc)"), down=False)
             if resp.status != 200:
                 raise ScrapeError(f"HTTP {resp.status} {resp.reason}".rstrip(), down=False)
-            yield Page(url, resp.headers.get_content_charset(), resp, deadline)
+            yield Page(url, resp.headers.get_content_charset(),
+                       resp.headers.get("Content-Encoding"), resp, deadline)
             return
         finally:
             if conn is not None:
@@ -177,18 +184,41 @@ def open_page(url: str, deadline: Deadline, auth: str | None = None) -> Iterator
 def fetch_text(url: str, timeout: float = DEFAULT_TIMEOUT_S, auth: str | None = None) -> str:
     """GET `url` and return its whole body as text; ScrapeError (down or not) for anything else.
 
-    For small answers (Prometheus' API); metrics pages are parsed as they stream in.
+    For answers read whole (Prometheus' API, asked for gzip: a thousand hosts' figures are
+    ~1.5 MB of JSON, ~10 times less compressed); metrics pages are parsed as they stream in.
     """
     deadline = Deadline(timeout)
     try:
-        with open_page(url, deadline, auth) as page:
-            body = b"".join(page.chunks())
+        with open_page(url, deadline, auth, gzip=True) as page:
+            if page.encoding == "gzip":
+                body = _gunzip(page.chunks())
+            else:
+                body = b"".join(page.chunks())
             try:
                 return body.decode(page.charset or "utf-8", errors="replace")
             except LookupError:  # a charset Python does not know
                 return body.decode("utf-8", errors="replace")
     finally:
         deadline.cancel()
+
+
+def _gunzip(chunks: Iterator[bytes]) -> bytes:
+    """A gzip body, bounded by MAX_BODY_BYTES once inflated too."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out: list[bytes] = []
+    size = 0
+    try:
+        for chunk in chunks:
+            part = inflate.decompress(chunk, MAX_BODY_BYTES + 1 - size)
+            size += len(part)
+            if size > MAX_BODY_BYTES or inflate.unconsumed_tail:
+                raise ScrapeError(f"answer larger than {MAX_BODY_BYTES // MIB} MiB",
+                                  down=False)
+            out.append(part)
+        out.append(inflate.flush())
+    except zlib.error as exc:
+        raise ScrapeError(f"bad gzip answer: {exc}", down=False) from None
+    return b"".join(out)
 
 
 def _first_line(text: str) -> str:

@@ -5,7 +5,11 @@ all of them, forced), back within about `timeout` seconds: `fleet --once` uses i
 `start(notify)` gives each target a daemon thread of its own that reads it every
 `interval` seconds (backing off while it is down) and calls `notify()` after each change;
 the view then takes `snapshot()`, which never waits for the network. A hung host costs
-only its own thread: the good host next to it keeps its 2 s refresh.
+only its own thread: the good host next to it keeps its 2 s refresh. At most
+`MAX_IN_FLIGHT` requests run at once (the others wait their turn within their own
+timeout), so a long target list cannot flood the machine or starve the screen of the
+interpreter; past `ADVICE_PAST_TARGETS` targets, `direct_mode_advice` says Prometheus is
+the way.
 
 Every request runs on a daemon thread and ends by its own deadline (which covers
 parsing); a request still running when the poller gives up on it is reported as timed
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
@@ -27,11 +32,31 @@ from typing import Protocol
 
 from gputui.fleet.errors import ScrapeError
 from gputui.fleet.fetch import DEFAULT_TIMEOUT_S
-from gputui.fleet.model import HOT_TEMP_C, FleetHost, FleetSnapshot, HostReading, HostState
+from gputui.fleet.model import (
+    HOT_TEMP_C,
+    FleetHost,
+    FleetSnapshot,
+    HostReading,
+    HostState,
+    problems_first,
+)
 from gputui.fleet.scrape import scrape
+from gputui.fleet.summary import IDLE_BELOW_PCT, IDLE_WINDOW_S, holds_memory, summarize
 from gputui.fleet.targets import Target
 
 MAX_BACKOFF_S = 60.0
+MAX_IN_FLIGHT = 32  # requests at once
+# Past this many targets, reading each host directly is the wrong tool: say so once.
+ADVICE_PAST_TARGETS = 50
+
+
+def direct_mode_advice(targets: int) -> str | None:
+    """What the view and `fleet --once` say once when given many targets."""
+    if targets <= ADVICE_PAST_TARGETS:
+        return None
+    return (f"{targets} targets read directly: past {ADVICE_PAST_TARGETS}, let Prometheus "
+            "scrape them and point the view at it (--prometheus URL): it does the "
+            "aggregating, and the view reads one row per host")
 # How long past its deadline a request's own timeout error may take to arrive.
 _GRACE_S = 0.2
 
@@ -53,6 +78,10 @@ class Poller(Protocol):
 
     def refresh(self) -> None:
         """Ask every host again now (the view's `r`)."""
+        ...
+
+    def open(self, target: str | None) -> None:
+        """The view shows this host's GPUs from now on (None: the hosts only)."""
         ...
 
     def close(self) -> None: ...
@@ -95,18 +124,43 @@ class _TargetState:
     wait_until: float = 0.0  # time.monotonic() after which nobody waits for it any longer
     reported: bool = False  # the in-flight attempt was already reported as timed out
     wake: threading.Event = field(default_factory=threading.Event)
+    # Each GPU's utilisation over the last IDLE_WINDOW_S, (clock time, %), by UUID.
+    utils: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)
+
+    def note_utils(self, now: float) -> None:
+        for g in self.host.gpus:
+            if g.util_pct is None:
+                continue
+            window = self.utils.setdefault(g.uuid or g.gpu, deque())
+            window.append((now, g.util_pct))
+            while window and window[0][0] < now - IDLE_WINDOW_S:
+                window.popleft()
+
+    def idle_held(self) -> int:
+        """GPUs that hold memory and were idle over the window (as far as it was read)."""
+        n = 0
+        for g in self.host.gpus:
+            window = self.utils.get(g.uuid or g.gpu)
+            if g.lost or g.stale or not window or not holds_memory(g):
+                continue
+            if sum(u for _, u in window) / len(window) < IDLE_BELOW_PCT:
+                n += 1
+        return n
 
 
 class FleetPoller:
     def __init__(self, targets: Iterable[Target], *, interval: float = 2.0,
                  timeout: float = DEFAULT_TIMEOUT_S, hot_temp_c: float = HOT_TEMP_C,
                  clock: Callable[[], float] = time.monotonic,
-                 scrape_fn: Callable[[Target, float], HostReading] = scrape) -> None:
+                 scrape_fn: Callable[[Target, float], HostReading] = scrape,
+                 max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self.interval = interval
         self.timeout = timeout
         self.hot_temp_c = hot_temp_c
         self._clock = clock
         self._scrape = scrape_fn
+        self.max_in_flight = max_in_flight
+        self._slots = threading.BoundedSemaphore(max_in_flight)
         self._states = [_TargetState(t, FleetHost(target=t.name, url=t.url)) for t in targets]
         # Guards the states; held only to read or change them, never across a request.
         self._lock = threading.Lock()
@@ -171,6 +225,9 @@ class FleetPoller:
         for st in self._states:
             st.wake.set()
 
+    def open(self, target: str | None) -> None:
+        pass  # every host's GPUs are read anyway
+
     def close(self) -> None:
         self._stop.set()
         for st in self._states:
@@ -181,10 +238,21 @@ class FleetPoller:
 
     def _begin(self, st: _TargetState, now: float, force: bool) -> None:
         if st.inflight is None and (force or st.next_at <= now):
-            st.inflight = run_in_daemon_thread(self._scrape, st.target, self.timeout)
+            st.inflight = run_in_daemon_thread(self._scrape_in_turn, st.target, self.timeout)
             st.started_at = now
             st.wait_until = time.monotonic() + self.timeout + _GRACE_S
             st.reported = False
+
+    def _scrape_in_turn(self, target: Target, timeout: float) -> HostReading:
+        """Scrape once one of the `max_in_flight` slots is free, within `timeout` in all."""
+        started = time.monotonic()
+        if not self._slots.acquire(timeout=timeout):
+            raise ScrapeError(f"timed out: {self.max_in_flight} other reads were in flight "
+                              f"for {timeout:g} s", down=True)
+        try:
+            return self._scrape(target, max(0.001, timeout - (time.monotonic() - started)))
+        finally:
+            self._slots.release()
 
     def _collect(self, st: _TargetState, now: float, *, give_up: bool) -> bool:
         """Take the finished request's outcome into the host's state; True if it changed."""
@@ -212,6 +280,7 @@ class FleetPoller:
             st.host = FleetHost(target=st.target.name, url=st.target.url, state=HostState.UP,
                                 reading=reading, last_seen=datetime.now(UTC),
                                 reads=st.host.reads + 1)
+            st.note_utils(now)
             st.next_at = st.started_at + self.interval
         return True
 
@@ -234,10 +303,13 @@ class FleetPoller:
 
     def _snapshot(self, now: float) -> FleetSnapshot:
         hosts = []
+        summaries = []
         for st in self._states:
             h = st.host
             if h.state is HostState.DOWN and st.inflight is None:
                 h = replace(h, retry_in_s=max(0.0, st.next_at - now))
             hosts.append(h)
+            summaries.append(summarize(h, self.hot_temp_c, idle_held=st.idle_held()))
         return FleetSnapshot(time=datetime.now(UTC), source="targets", hosts=tuple(hosts),
-                             hot_temp_c=self.hot_temp_c)
+                             hot_temp_c=self.hot_temp_c,
+                             summaries=tuple(problems_first(summaries)))

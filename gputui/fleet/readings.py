@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gputui.fleet import metric_names as mn
-from gputui.fleet.model import FleetGpu, HostReading
+from gputui.fleet.model import FleetGpu, FleetJob, HostReading
 from gputui.fleet.page import Series
 
 # What the fleet reads; everything else on a page is skipped unparsed.
@@ -25,7 +25,8 @@ GPU_SERIES = (*(f.name for f in GPU_FIELDS), *(f.name for f in AMD_FIELDS), mn.A
               mn.AMD_THROTTLE_MASK, mn.GPU_LOST, mn.GPU_STALE)
 HOST_SERIES = (mn.UP, mn.NVML_ERROR_INFO, mn.HOST_CPU_PERCENT, mn.HOST_MEMORY_USED_BYTES,
                mn.HOST_MEMORY_TOTAL_BYTES)
-WANTED = frozenset(GPU_SERIES + HOST_SERIES)
+JOB_SERIES = (mn.JOB_SAMPLES_PER_SECOND, mn.JOB_TOKENS_PER_SECOND)
+WANTED = frozenset(GPU_SERIES + HOST_SERIES + JOB_SERIES)
 _MIG_SUMS = frozenset({mn.FB_USED.name, mn.FB_FREE.name, mn.FB_TOTAL.name})
 
 
@@ -108,9 +109,34 @@ class _GpuSeries:
         )
 
 
+@dataclass(slots=True)
+class _JobSeries:
+    name: str
+    gpus: list[str] = field(default_factory=list)
+    rates: dict[str, float] = field(default_factory=dict)
+
+    def add(self, s: Series) -> None:
+        gpu = s.labels.get("gpu", "")
+        if gpu not in self.gpus:
+            self.gpus.append(gpu)
+        self.rates.setdefault(s.name, s.value)
+
+    def job(self, pid: int) -> FleetJob:
+        return FleetJob(pid=pid, name=self.name, gpus=tuple(self.gpus),
+                        samples_per_s=num(self.rates.get(mn.JOB_SAMPLES_PER_SECOND)),
+                        tokens_per_s=num(self.rates.get(mn.JOB_TOKENS_PER_SECOND)))
+
+
+def _job_name(labels: dict[str, str]) -> str:
+    # Prometheus keeps its own `job` (the scrape job) and renames the exporter's to
+    # `exported_job`, unless the scrape config honours the exporter's labels.
+    return labels.get("exported_job") or labels.get("job", "")
+
+
 def reading_from_series(series: Iterable[Series]) -> HostReading:
     """Build one host's reading from its series, whichever the source."""
     per_gpu: dict[tuple[str, str], _GpuSeries] = {}
+    jobs: dict[int, _JobSeries] = {}
     host: dict[str, float] = {}
     nvml_error: str | None = None
     hostname: str | None = None
@@ -124,6 +150,12 @@ def reading_from_series(series: Iterable[Series]) -> HostReading:
             mn.LEGACY_HOSTNAME_LABEL)
         if s.name == mn.NVML_ERROR_INFO:
             nvml_error = s.labels.get("reason") or "NVML unavailable"
+        elif s.name in JOB_SERIES:
+            try:
+                pid = int(s.labels.get("pid", ""))
+            except ValueError:
+                continue
+            jobs.setdefault(pid, _JobSeries(_job_name(s.labels))).add(s)
         elif s.name in HOST_SERIES:
             host[s.name] = s.value
         else:
@@ -148,7 +180,8 @@ def reading_from_series(series: Iterable[Series]) -> HostReading:
     mem_used = num(host.get(mn.HOST_MEMORY_USED_BYTES))
     mem_total = num(host.get(mn.HOST_MEMORY_TOTAL_BYTES))
     return HostReading(
-        gpus=tuple(gpus), hostname=hostname, exporter=exporter, nvml_error=nvml_error,
+        gpus=tuple(gpus), jobs=tuple(j.job(pid) for pid, j in sorted(jobs.items())),
+        hostname=hostname, exporter=exporter, nvml_error=nvml_error,
         cpu_pct=num(host.get(mn.HOST_CPU_PERCENT)),
         mem_used_bytes=None if mem_used is None else int(mem_used),
         mem_total_bytes=None if mem_total is None else int(mem_total),

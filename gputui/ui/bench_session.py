@@ -253,6 +253,17 @@ class BenchSession:
         """The run the live pane shows: the one in progress, else the last one."""
         return self.current or self.last
 
+    def header_text(self) -> str | None:
+        """What the monitor's header says while a run is in progress: "cnn-train 42%"."""
+        live = self.current
+        if live is None or live.finished:
+            return None
+        if live.stage == "cancelling":
+            return f"{live.request.benchmark} cancelling"
+        frac = live.fraction
+        name = live.request.benchmark
+        return name if frac is None else f"{name} {100 * frac:.0f}%"
+
     def episodes_for(self, live: LiveRun) -> list[ThrottleEpisode]:
         end = live.finished_wall or datetime.now(UTC)
         return run_episodes(self._episodes(), live.gpu_index, live.started_wall, end)

@@ -35,12 +35,13 @@ class MonitorReady(Message):
     """The monitor screen's widgets exist: the app may start feeding them."""
 
 
-class SamplerOpened(Message):
-    """The NVML-opening thread finished: here is the sampler (host-only if NVML failed)."""
+class FramesTaken(Message):
+    """Frames were taken on the event loop (a hand-fed sampler: a replay, tests): draw the
+    newest. Queued back to back, these merge into one draw (Textual drops a message that
+    `can_replace` says the next one replaces), however many frames came at once."""
 
-    def __init__(self, sampler: object) -> None:
-        super().__init__()
-        self.sampler = sampler
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, FramesTaken)
 
 
 class DetailFieldsWanted(Message):

@@ -13,17 +13,18 @@
 from __future__ import annotations
 
 import signal
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gputui.ui.terminal_watch import exit_on_sigterm, watch_terminal
+
+if TYPE_CHECKING:
+    from gputui.telemetry.feed import MonitorFeed
 
 
 class Monitor(Protocol):
     """What running the monitor needs of its app (gputui.ui.app.GputuiApp)."""
 
-    recorder: Any
-    sampler: Any
-    own_sampler: bool
+    feed: MonitorFeed
     return_code: int | None
 
     def run(self) -> int | None: ...
@@ -49,10 +50,9 @@ def run_monitor(app: Monitor) -> int:
         stop_watch.set()
         undo_term()
         signal.signal(signal.SIGHUP, previous)
-        if app.recorder is not None:
-            app.recorder.close()
-        if app.sampler is not None and app.own_sampler:
-            app.sampler.close()  # never blocks on a hung driver call
+        # Closed already as the app unmounted, unless it never got that far: the
+        # recording ended, NVML closed (never blocking on a hung driver call).
+        app.feed.close()
     if app.return_code not in (None, 0):
         return app.return_code
     return int(result or 0)

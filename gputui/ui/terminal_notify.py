@@ -25,7 +25,6 @@ from gputui.notify.events import Event
 
 if TYPE_CHECKING:
     from gputui.notify.notifier import Notifier
-    from gputui.telemetry.sampler import Sampler
 
 MAX_TEXT = 240  # desktop notifications cut long text anyway
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -83,8 +82,9 @@ class TerminalSink:
         app.bell()
 
 
-def attach_notifier(app: Any, sampler: Sampler, notifier: Notifier, *, terminal: bool) -> None:
-    """Feed `notifier` the live sampler's frames; failures become toasts."""
+def attach_notifier(app: Any, notifier: Notifier, *, terminal: bool) -> None:
+    """Notify through `app`'s terminal too (`terminal`), and show failures as its toasts.
+    (The monitor's feed hands the notifier its frames.)"""
     if terminal:
         notifier.add_sink(TerminalSink(app))
 
@@ -95,4 +95,3 @@ def attach_notifier(app: Any, sampler: Sampler, notifier: Notifier, *, terminal:
                    markup=False)
 
     notifier.set_report(report)
-    sampler.subscribe_frames(notifier)

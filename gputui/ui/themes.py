@@ -19,10 +19,13 @@ import os
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 DEFAULT_THEME = "gputui-dark"
 SHIPPED_THEMES = ("gputui-dark", "gputui-light", "gputui-high-contrast")
@@ -177,6 +180,20 @@ def _from_text(text: str, label: str, try_it: bool = True) -> tuple[Theme | None
     except ThemeFileError as exc:
         return None, [f"theme file {label}: {exc}; skipped"]
     return theme, [f"theme file {label}: {note}" for note in notes]
+
+
+def install_themes(app: App[Any], requested: str | None) -> tuple[list[str], list[str]]:
+    """Register every usable theme with `app` and set the one asked for (`requested`:
+    --theme, else $GPUTUI_THEME, else the default; Textual's own if the shipped themes
+    are missing). Returns the themes' names in order, and the warnings to show."""
+    themes, warnings = load_themes()
+    for theme in themes:
+        app.register_theme(theme)
+    name, warning = resolve_theme(pick_theme(requested, os.environ), app.available_themes)
+    if warning:
+        warnings.append(warning)
+    app.theme = name if name in app.available_themes else "textual-dark"
+    return [t.name for t in themes], warnings
 
 
 def pick_theme(cli_value: str | None, env: Mapping[str, str]) -> str | None:

@@ -8,6 +8,7 @@ import contextlib
 import http.server
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,14 @@ from tests.fakenvml.harness import FakeNvmlLib, write_scenario
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 20.0
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+ROOT = Path(__file__).resolve().parents[2]
+ALERT_RULES = ROOT / "deploy" / "prometheus" / "gputui-alerts.yml"
+FLEET_RULES = ROOT / "deploy" / "prometheus" / "gputui-fleet.yml"
+PROMETHEUS = shutil.which("prometheus") or (
+    "/usr/bin/prometheus" if Path("/usr/bin/prometheus").is_file() else None)
+needs_prometheus = pytest.mark.skipif(
+    PROMETHEUS is None,
+    reason="the prometheus server binary is not installed (apt-get install -y prometheus)")
 
 
 def free_port() -> int:
@@ -150,9 +159,10 @@ class Exporter:
 ExporterFactory = Callable[..., Exporter]
 
 
-@pytest.fixture
-def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[ExporterFactory]:
-    """start_exporter(scenario (path, shipped name or dict), hostname=..., interval=...)."""
+@contextlib.contextmanager
+def exporter_factory(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[ExporterFactory]:
+    """start(scenario (path, shipped name or dict), hostname=..., interval=...): real
+    `gputui export` processes, stopped when the block ends (files under `tmp_path`)."""
     started: list[Exporter] = []
 
     def start(scenario: str | os.PathLike[str] | Mapping[str, Any], *, hostname: str,
@@ -196,6 +206,13 @@ def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[Expor
     finally:
         for exp in started:
             exp.stop()
+
+
+@pytest.fixture
+def start_exporter(fake_nvml_lib: FakeNvmlLib, tmp_path: Path) -> Iterator[ExporterFactory]:
+    """start_exporter(scenario (path, shipped name or dict), hostname=..., interval=...)."""
+    with exporter_factory(fake_nvml_lib, tmp_path) as start:
+        yield start
 
 
 class LoopbackHttpServer:
@@ -424,3 +441,60 @@ def huge_page(host: str, series: int = 200_000, *, gpu_series: bool) -> bytes:
     other = "".join(f'node_systemd_unit_state{{name="unit-{i:06d}.service",state="active",'
                     f'type="simple"}} 1\n' for i in range(series))
     return gpu_page(host) + other.encode()
+
+
+@dataclass
+class Prometheus:
+    url: str
+    dir: Path
+
+    @property
+    def query_log(self) -> Path:
+        return self.dir / "queries.log"
+
+
+@contextlib.contextmanager
+def running_prometheus(targets: list[str], dir: Path, *, job: str = "gpus",
+                       interval: str = "1s", rules: tuple[Path, ...] = ()
+                       ) -> Iterator[Prometheus]:
+    """A real Prometheus on 127.0.0.1 scraping `targets` every `interval` (evaluating
+    `rules` as often), logging every query it runs to `dir`/queries.log; ready when this
+    yields (its first scrapes may still be under way)."""
+    assert PROMETHEUS is not None
+    dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = dir / "prometheus.yml"
+    quoted = ", ".join(f"'{t}'" for t in targets)
+    config.write_text(
+        f"global:\n  scrape_interval: {interval}\n  scrape_timeout: {interval}\n"
+        f"  evaluation_interval: {interval}\n  query_log_file: {dir / 'queries.log'}\n"
+        + (f"rule_files: [{', '.join(repr(str(r)) for r in rules)}]\n" if rules else "")
+        + f"scrape_configs:\n  - job_name: {job}\n"
+        f"    static_configs:\n      - targets: [{quoted}]\n")
+    log = (dir / "prometheus.log").open("wb")
+    proc = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={dir / 'tsdb'}",
+         f"--web.listen-address={LOOPBACK}:{port}", "--storage.tsdb.retention.time=1h"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://{LOOPBACK}:{port}"
+    try:
+        wait_for(lambda: proc.poll() is None and http_get(f"{url}/-/ready"), 30,
+                 "Prometheus to be ready", step=0.1)
+        yield Prometheus(url, dir)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+def prometheus_query(url: str, q: str) -> list[dict[str, Any]]:
+    import json
+    import urllib.parse
+
+    doc = json.loads(http_get(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": q})))
+    assert doc["status"] == "success"
+    return list(doc["data"]["result"])

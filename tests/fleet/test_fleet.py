@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from gputui.fleet.errors import ScrapeError, TargetError
 from gputui.fleet.model import FleetSnapshot, HostReading, HostState
@@ -16,6 +16,8 @@ from gputui.fleet.poller import FleetPoller, backoff_s
 from gputui.fleet.scrape import parse_metrics
 from gputui.fleet.targets import Target, parse_target
 from gputui.ui.fleet_app import FleetApp
+from gputui.ui.screens.fleet_host import FleetHostScreen
+from gputui.ui.widgets.host_list import HostList
 from tests.cli import CliRunner
 from tests.fleet.conftest import (
     LOOPBACK,
@@ -115,18 +117,27 @@ async def test_fleet_app_shows_each_host_for_itself(fleet: Fleet) -> None:
                     h.state is not HostState.PENDING for h in snap.hosts)
 
             await _wait_until(pilot, settled)
-            table = app.query_one("#fleet", DataTable)
-            rows = {str(k.value): [str(c) for c in table.get_row(k)] for k in table.rows}
-            a0 = rows[f"{fleet.good[0]}|0|GPU-11111111-2222-3333-4444-555555555555"]
-            assert a0[0] == f"node-a ({fleet.good[0]})"
-            assert a0[2:] == ["NVIDIA A100-SXM4-80GB", "87%", "N/A", "40.0/80GiB", "312W", "64°C",
-                              "none"]
-            assert sum(1 for k in rows if k.startswith(fleet.good[1] + "|")) == 8
-            assert rows[f"{fleet.down}|down"][-1].startswith("DOWN: ")
-            assert "never seen" in rows[f"{fleet.down}|down"][-1]
-            assert rows[f"{fleet.garbage}|error"][-1].startswith("ERROR: malformed metrics")
-            alerts = str(app.query_one("#alerts", Static).render())
-            assert f"{fleet.down} is down" in alerts and fleet.garbage in alerts
+            hosts = app.query_one(HostList)
+            lines = {s.target: hosts.line_text(i) for i, s in enumerate(hosts.rows)}
+            # The host that is down and the one serving garbage come first.
+            assert {s.target for s in hosts.rows[:2]} == {fleet.down, fleet.garbage}
+            assert "DOWN: " in lines[fleet.down] and "never seen" in lines[fleet.down]
+            assert "ERROR: malformed metrics" in lines[fleet.garbage]
+            assert lines[fleet.good[0]].startswith("node-a ")
+            b = next(s for s in hosts.rows if s.target == fleet.good[1])
+            assert (b.name, b.gpus) == ("node-b", 8)
+            # Enter on node-a: its GPUs, each with its figures.
+            await pilot.press(*["down"] * hosts.rows.index(
+                next(s for s in hosts.rows if s.target == fleet.good[0])), "enter")
+            await _wait_until(pilot, lambda: isinstance(app.screen, FleetHostScreen)
+                              and app.screen.query_one("#gpus", DataTable).row_count == 2)
+            table = app.screen.query_one("#gpus", DataTable)
+            a0 = [str(c) for c in table.get_row(
+                f"{fleet.good[0]}|0|GPU-11111111-2222-3333-4444-555555555555")]
+            assert a0 == ["0", "NVIDIA A100-SXM4-80GB", "87%", "N/A", "40.0/80GiB", "312W",
+                          "64°C", "none"]
+            await pilot.press("escape")
+            assert isinstance(app.screen.query_one(HostList), HostList)
             # The others keep updating while one host is down and one is broken.
             polls = app.polls
             await _wait_until(pilot, lambda: app.polls >= polls + 2)

@@ -12,6 +12,8 @@ from gputui.fleet.poller import FleetPoller
 from gputui.fleet.targets import parse_target
 from gputui.safe_text import printable
 from gputui.ui.fleet_app import FleetApp
+from gputui.ui.screens.fleet_host import FleetHostScreen
+from gputui.ui.widgets.host_list import HostList
 from tests.cli import CliRunner
 from tests.fleet.conftest import PageServer
 
@@ -36,9 +38,13 @@ def test_once_text_output_escapes_what_the_page_says(page_server: Pages, cli: Cl
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     shown = printable(EVIL_HOST)
     assert shown == "\\x1b[2J\\x1b]0;pwned\\x07[red]x"
-    table_row = next(line for line in proc.stdout.splitlines() if "GPU" not in line[:4] and
-                     shown in line)
-    assert EVIL_MODEL in table_row  # markup shown as written, not rendered bold
+    lines = proc.stdout.splitlines()
+    # The hosts first (a long name folds in its column), then every GPU.
+    host_row = next(line for line in lines if line.startswith(shown[:20]))
+    gpus = next(i for i, line in enumerate(lines) if "MODEL" in line)
+    assert lines.index(host_row) < gpus
+    gpu_row = next(line for line in lines[gpus:] if shown in line)
+    assert EVIL_MODEL in gpu_row  # markup shown as written, not rendered bold
     alert = next(line for line in proc.stdout.splitlines() if "[critical]" in line)
     assert f"{shown} GPU 0: HW thermal slowdown" in alert
 
@@ -59,11 +65,21 @@ async def test_the_view_escapes_what_the_page_says(page_server: Pages) -> None:
     async with app.run_test(size=(180, 30)) as pilot:
         while app.snapshot is None or not app.snapshot.hosts[0].gpus:
             await pilot.pause(0.05)
-        table = app.query_one("#fleet", DataTable)
-        cells = [table.get_row(k) for k in table.rows]
-        host_cell, _, model_cell = cells[0][:3]
-        assert str(host_cell) == f"{printable(EVIL_HOST)} ({srv.target})"
-        assert str(model_cell) == EVIL_MODEL and not host_cell.spans  # plain text, no markup
-        alerts = app.query_one("#alerts", Static).render()
-        assert "\x1b" not in str(alerts) and printable(EVIL_HOST) in str(alerts)
+        hosts = app.query_one(HostList)
+        row = hosts.render_line(0)
+        shown = printable(EVIL_HOST)
+        assert row.text.startswith(shown[:hosts.name_width - 1])  # cut to the column
+        assert "\x1b" not in row.text
+        await pilot.press("enter")  # the host's own screen: its name whole, its GPU
+        screen = app.screen
+        assert isinstance(screen, FleetHostScreen)
+        await pilot.pause(0.1)
+        title = screen.query_one("#host-title", Static).render()
+        assert str(title) == f"{shown} ({srv.target})"
+        table = screen.query_one("#gpus", DataTable)
+        (gpu,) = [table.get_row(k) for k in table.rows]
+        model_cell = gpu[1]
+        assert str(model_cell) == EVIL_MODEL and not model_cell.spans  # plain text, no markup
+        alerts = screen.query_one("#host-alerts", Static).render()
+        assert "\x1b" not in str(alerts) and shown in str(alerts)
         await pilot.press("q")

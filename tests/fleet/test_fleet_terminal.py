@@ -31,7 +31,7 @@ def test_a_signal_restores_the_terminal(page_server: Callable[[bytes], PageServe
     srv = page_server(gpu_page("node-z"))
     cmd = ["sh", "-c", AFTER, "sh", *gputui_command(), "fleet", "--interval", "0.5", srv.target]
     with TmuxSession(cmd) as tmux:
-        tmux.wait_for(["node-z", "No alerts."], timeout=30)
+        tmux.wait_for(["node-z", "1 up, 0 down"], timeout=30)
         assert _state(tmux) == "1|1|0"  # what the app turned on, and must turn off again
         shell = wait_for(lambda: tmux.pid, 10, "the shell's pid")
         (gputui,) = psutil.Process(shell).children()

@@ -361,7 +361,7 @@ MONITOR_PROBE = """
 import json, sys
 from gputui.cli import build_parser
 build_parser([]).parse_args([])
-import gputui.commands.tui, gputui.config, gputui.ui.app, gputui.ui.sampler_opener
+import gputui.commands.tui, gputui.config, gputui.ui.app, gputui.telemetry.sampler_opener
 import gputui.telemetry.nvml
 print(json.dumps(sorted(sys.modules)))
 """

@@ -97,7 +97,7 @@ def test_snapshot_and_watch_show_the_healthy_jobs_without_a_traceback(
 
 async def test_the_jobs_box_keeps_the_healthy_jobs(mixed_jobs: Path) -> None:
     sampler = Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+    app = GputuiApp(AppOptions(), sampler=sampler)
     async with app.run_test(size=(160, 48)) as pilot:
         for _ in range(2):
             sampler.ingest(sampler.read())

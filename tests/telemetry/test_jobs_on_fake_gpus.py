@@ -175,7 +175,7 @@ async def test_a_throttle_that_slows_a_job_is_charged_to_its_gpu(
         assert served[(str(pids["A"]), "0")] == by_pid[pids["A"]].samples_per_s
 
     # The TUI shows the jobs with their rates.
-        app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+        app = GputuiApp(AppOptions(), sampler=sampler)
         async with app.run_test(size=(160, 48)) as pilot:
             sampler.ingest(last)
             await pilot.pause()

@@ -48,7 +48,7 @@ def fake_monitor(fake_nvml: Any) -> Iterator[MonitorFactory]:
         fake_nvml.use(scenario, frozen_time=frozen_time)
         sampler = Sampler.open(interval=1.0, profile="monitor")
         opened.append(sampler)
-        return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
+        return GputuiApp(AppOptions(), sampler=sampler), sampler
 
     yield make
     for sampler in opened:

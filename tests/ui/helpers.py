@@ -122,6 +122,5 @@ def make_app(sampler: Sampler | None = None, **options: object) -> tuple[GputuiA
     """The monitor app over a sampler that is fed by hand (no NVML, not started): the
     test posts frames with ``feed``."""
     sampler = sampler or Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(**options), sampler=sampler,  # type: ignore[arg-type]
-                    start_sampler=False)
+    app = GputuiApp(AppOptions(**options), sampler=sampler)  # type: ignore[arg-type]
     return app, sampler

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -252,7 +253,7 @@ async def test_compact_at_80x24_and_toggle() -> None:
         await pilot.pause()
         assert "GPU 0 · NVIDIA" in screen_text(app)
         await pilot.press("c")  # back to what the size says: automatic again
-        assert area.compact and app._compact_override is None
+        assert area.compact and app.screen.compact_override is None  # type: ignore[attr-defined]
 
 
 async def test_eight_gpus_compact_then_grid_when_the_terminal_grows() -> None:
@@ -351,12 +352,12 @@ async def test_history_window_key_changes_the_sparklines() -> None:
         await pilot.pause()
         panel = app.query_one("#gpu-0", GpuPanel)
         drawn_5min = panel.spark_rows_of("util_gpu_pct")[0].strip()
-        assert app.window_s == 300
+        assert app.screen.window_s == 300  # type: ignore[attr-defined]
         await pilot.press("w")  # 5 → 15 min
-        assert app.window_s == 900
+        assert app.screen.window_s == 900  # type: ignore[attr-defined]
         await pilot.press("w")  # 15 → 1 min
         await pilot.pause()
-        assert app.window_s == 60
+        assert app.screen.window_s == 60  # type: ignore[attr-defined]
         assert "history 1 min" in screen_text(app)
         drawn_1min = panel.spark_rows_of("util_gpu_pct")[0].strip()
         # One minute of a two-minute history fills the width; five minutes do not.
@@ -390,9 +391,11 @@ async def test_replay_keys_seek_step_speed() -> None:
     app = GputuiApp(AppOptions(replay=rec, replay_speed=1.0))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        player = app.player
-        assert player is not None and app.sampler is not None
-        assert app.sampler._thread is None  # no live sampling in replay
+        assert app.replay is not None
+        player = app.replay.player
+        assert player is not None
+        # No live sampling in replay.
+        assert not any(t.name == "gputui-sampler" for t in threading.enumerate())
         await pilot.press("space")
         await pilot.pause()
         assert not player.playing
@@ -403,7 +406,8 @@ async def test_replay_keys_seek_step_speed() -> None:
         assert player.position == 10
         await pilot.press("right", "right", "right", "right", "right")
         assert player.position == 60
-        assert any(e.gpu_index == 0 for e in app.sampler.episodes())
+        assert app.latest_frame is not None
+        assert any(e.gpu_index == 0 for e in app.latest_frame.episodes)
         await pilot.pause()
         assert "REPLAY run.jsonl" in screen_text(app)
         assert "2026-03-14 09:27:53" in screen_text(app)  # the recorded time
@@ -433,7 +437,7 @@ async def test_live_keys_do_not_steal_the_tables_arrows() -> None:
         assert table.cursor_row == 2
         await pilot.press("home")
         # In live mode home belongs to the table (replay's binding is inactive).
-        assert app.player is None
+        assert app.replay is None
 
 
 async def test_real_fake_nvml_sampler_shows_the_scenario(fake_nvml: object) -> None:

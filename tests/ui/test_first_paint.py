@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gputui.telemetry.sampler_opener import SamplerOpener
 from gputui.ui.app import GputuiApp
 from gputui.ui.options import AppOptions
-from gputui.ui.sampler_opener import SamplerOpener
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from tests.ui.helpers import screen_text
 
@@ -31,20 +31,22 @@ async def test_the_first_reading_is_on_the_first_screen(fake_nvml: object,
     app = GputuiApp(AppOptions(record_path=str(record)), opener=opener)
     async with app.run_test(size=(120, 40)) as pilot:
         # Built with the screen: one panel per GPU, already showing the reading.
-        panels = list(app.main.query(GpuPanel))
+        panels = list(app.screen.query(GpuPanel))
         assert [p.id for p in panels] == ["gpu-0", "gpu-1"]
         text = screen_text(app)
         assert "GPU 0" in text and "GPU 1" in text and "A100" in text
         assert "37%" in text
         assert "Opening NVML" not in text
         await pilot.pause(0.3)
-        assert len(app.history) == 1  # one reading so far: the next is an interval away
-        assert app.sampler is not None and app.sampler.latest is not None
-        assert app.sampler.latest.seq == 1
+        # One reading so far (readings are numbered from 1): the next is an interval away.
+        frame = app.latest_frame
+        assert frame is not None and frame.snapshot.seq == 1
         # The hot GPU's alert is raised from that reading, as from any other.
-        assert any("GPU 1" in a.message for a in app.latest_frame.alerts)  # type: ignore[union-attr]
+        assert any("GPU 1" in a.message for a in frame.alerts)
         await pilot.pause(1.2)
-        seq = app.sampler.latest.seq
+        frame = app.latest_frame
+        assert frame is not None
+        seq = frame.snapshot.seq
         assert seq >= 2  # and the sampler's own ticks follow
     header, *snapshots = record.read_text(encoding="utf-8").splitlines()
     assert "gputui_recording" in json.loads(header)

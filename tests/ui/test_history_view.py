@@ -38,7 +38,7 @@ async def test_history_view_draws_each_metric_of_the_chosen_gpu(size: tuple[int,
         plots = list(screen.query(PlotextPlot))
         assert len(plots) == 4 and all(p.region.area for p in plots)
         for chart in CHARTS:
-            _times, values = app.history.window(0, chart.metric, 300)
+            _times, values = screen.history.window(0, chart.metric, 300)
             drawn = [y for _, ys in screen.drawn[chart.metric] for y in ys]
             assert drawn == [v for v in values if not math.isnan(v)], chart.metric
             xs = [x for xs, _ in screen.drawn[chart.metric] for x in xs]
@@ -104,7 +104,7 @@ async def test_sixty_minute_window_holds_an_hour_and_keys_change_what_is_plotted
         assert screen.gpu_index == 1 and "GPU 1" in screen_text(app)
         for metric, before in gpu0.items():
             after = _points(screen, metric)
-            _t, values = app.history.window(1, metric, 3600)
+            _t, values = screen.history.window(1, metric, 3600)
             assert [y for _, y in after] == list(values) != [y for _, y in before], metric
         await pilot.press("w")  # wraps round to the 1-minute window
         await pilot.pause()
@@ -138,11 +138,11 @@ async def test_power_spikes_between_ticks_are_drawn_as_the_max_within_each_tick(
         await pilot.pause()
         panel = app.query_one(GpuPanel)
         assert panel.spark_series("power_w") == "power_w_peak"
-        assert app.history.window(0, "power_w_peak", 60)[1][-55] == 690.0  # t=5
         await pilot.press("h")
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
+        assert screen.history.window(0, "power_w_peak", 60)[1][-55] == 690.0  # t=5
         readings = [y for _, ys in screen.drawn["power_w"] for y in ys]
         peaks = [y for _, ys in screen.drawn["power_w_peak"] for y in ys]
         assert set(readings) == {250.0}

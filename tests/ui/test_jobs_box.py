@@ -40,7 +40,7 @@ def frame_at(t: int, *, throttle_from: int = 10**9, slow_from: int = 10**9,
 
 def make_app() -> tuple[GputuiApp, Sampler]:
     sampler = Sampler(interval=1.0, nvml=None)
-    return GputuiApp(AppOptions(), sampler=sampler, start_sampler=False), sampler
+    return GputuiApp(AppOptions(), sampler=sampler), sampler
 
 
 async def test_no_jobs_no_box() -> None:

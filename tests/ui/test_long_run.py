@@ -2,10 +2,13 @@
 
 The growth found in a 17-minute soak was Textual's DataTable render caches: keyed on
 an update counter, they kept up to 10,000 dead cells and 1,000 rows from earlier
-updates of the process table, and everything a resize storm rendered.
+updates of the process table, and everything a resize storm rendered. The growth found
+in a 100-minute soak at 1 s was the view's history keeping up to twice its window.
 """
 
 from __future__ import annotations
+
+import tracemalloc
 
 from gputui.telemetry.history import History
 from gputui.telemetry.sampler import Sampler
@@ -28,13 +31,13 @@ def _bound(table: ProcessTable) -> int:
 
 async def test_process_table_caches_stay_bounded_over_many_updates_and_resizes() -> None:
     sampler = Sampler(interval=1.0)
-    app = GputuiApp(AppOptions(interval=1.0), sampler=sampler, start_sampler=False)
+    app = GputuiApp(AppOptions(interval=1.0), sampler=sampler)
     async with app.run_test(size=(140, 45)) as pilot:
         for t in range(60):
             # Processes are redrawn every few seconds of snapshot time: step 4 s.
             sampler.ingest(_snap(4 * t))
             await pilot.pause()
-        table = app.main.procs
+        table = app.query_one(ProcessTable)
         sizes = render_cache_sizes(table)
         assert table.row_count == 4  # it was really drawn, over and over
         assert sizes["_cell_render_cache"] <= _bound(table), sizes
@@ -56,6 +59,31 @@ def test_view_history_is_bounded_however_long_it_runs() -> None:
     assert len(h) == 50
     times, values = h.window(0, "util_gpu_pct", seconds=10_000)
     assert len(times) == len(values) == 50 and times[0] == 450.0
+
+
+def test_view_history_memory_stops_growing_once_its_window_is_full() -> None:
+    # Memory the History holds (traced by Python: its arrays are all of it) after the
+    # window first filled, against the most it ever holds over two more windows.
+    capacity = 512
+    snaps = [snap(t, [gpu(i, t) for i in range(2)]) for t in range(3 * capacity)]
+    h = History(capacity=capacity)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for s in snaps[:capacity]:
+            h.append(s)
+        full = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.reset_peak()
+        for s in snaps[capacity:]:
+            h.append(s)
+        most = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert len(h) == capacity and h.appends == 3 * capacity
+    assert full > 2 * 8 * capacity * 8  # 2 GPUs × 8 metrics × 8-byte points: really held
+    # A slack of 1/16 of the window and the arrays' own over-allocation (1/16 again) are
+    # all it may add; keeping up to two windows (as it once did) comes to about 2×.
+    assert most <= full * 1.25, (full, most)
 
 
 def test_watch_and_headless_samplers_keep_no_history() -> None:

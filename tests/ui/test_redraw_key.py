@@ -80,7 +80,7 @@ def test_the_fleet_view_writes_through_the_monitors_writer() -> None:
 
 async def test_ctrl_l_paints_over_what_another_program_wrote(terminal: object) -> None:
     sampler = Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+    app = GputuiApp(AppOptions(), sampler=sampler)
     app.driver_class = WriterOnTerminal
     screen = Terminal(WIDTH, HEIGHT)
 

@@ -53,7 +53,7 @@ def check_snapshot(app: GputuiApp, name: str, tmp_path: Path) -> None:
 async def shoot(size: tuple[int, int], make: object, until: int, name: str,
                 tmp_path: Path, theme: str | None = None) -> None:
     sampler = Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(theme=theme), sampler=sampler, start_sampler=False)
+    app = GputuiApp(AppOptions(theme=theme), sampler=sampler)
     async with app.run_test(size=size) as pilot:
         feed(sampler, 0, until, make)
         await pilot.pause()

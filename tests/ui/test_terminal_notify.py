@@ -91,8 +91,7 @@ async def test_the_monitor_feeds_its_notifier_and_toasts_a_failure() -> None:
     sink, broken = Recording(), Recording(fail=True)
     notifier = Notifier(EventTracker(), [sink, broken])
     sampler = Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(notifier=notifier, notify_terminal=True), sampler=sampler,
-                    start_sampler=False)
+    app = GputuiApp(AppOptions(notifier=notifier, notify_terminal=True), sampler=sampler)
     async with app.run_test(size=(100, 30)) as pilot:
         seen = spy_notifications(app)
         assert [s.name for s in notifier.sinks] == ["recording", "failing", "terminal"]

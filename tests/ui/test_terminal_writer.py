@@ -137,7 +137,7 @@ class Recording(HeadlessDriver):
 async def test_monitor_ticks_look_the_same_with_far_fewer_bytes() -> None:
     Recording.writes = []
     sampler = Sampler(interval=1.0, nvml=None)
-    app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
+    app = GputuiApp(AppOptions(), sampler=sampler)
     assert app.driver_class is DiffingDriver  # what a real terminal gets
     app.driver_class = Recording
     procs = [proc(31337, 0, 61.5, command="python 训练.py --模型 resnet50"),

@@ -16,9 +16,13 @@ from pathlib import Path
 import pytest
 
 UI = Path(__file__).resolve().parents[2] / "gputui" / "ui"
+TELEMETRY = UI.parent / "telemetry"
+# The monitor's feed: how its sampler is opened, handed over and read (no Textual there).
+FEED = [TELEMETRY / "feed.py", TELEMETRY / "sampler_opener.py"]
 # The monitor's modules (the benchmark screens are checked by their own tests).
-MONITOR = [UI / "app.py", UI / "sampler_opener.py", UI / "process_signal.py", UI / "run.py",
+MONITOR = [UI / "app.py", *FEED, UI / "process_signal.py", UI / "run.py",
            UI / "layout.py", UI / "messages.py", UI / "terminal_watch.py",
+           UI / "replay_control.py", UI / "keys.py",
            UI / "screens" / "monitor.py", UI / "screens" / "alerts.py",
            *sorted((UI / "widgets").glob("*.py"))]
 
@@ -78,21 +82,27 @@ def test_the_textual_version_is_the_installed_one(tmp_path: Path,
 
 
 def _sampler_uses(tree: ast.Module) -> list[str]:
-    """`x.name` where x is a sampler (`sampler`, `self.sampler`, `message.sampler` ...)."""
+    """`x.name` where x is a sampler (`sampler`, `self.sampler`, `self._sampler` ...)."""
     return [f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
             if isinstance(node, ast.Attribute)
             and ((isinstance(node.value, ast.Name) and node.value.id == "sampler")
-                 or (isinstance(node.value, ast.Attribute) and node.value.attr == "sampler"))
+                 or (isinstance(node.value, ast.Attribute)
+                     and node.value.attr in ("sampler", "_sampler")))
             and node.attr not in SAMPLER_CONTROLS | SAMPLER_FIXED]
 
 
 def test_the_ui_reads_no_state_the_sampler_thread_changes() -> None:
-    uses = {p.relative_to(UI).as_posix(): _sampler_uses(ast.parse(p.read_text("utf-8")))
-            for p in sorted(UI.rglob("*.py"))}
-    assert uses["app.py"] == [] and "sampler_opener.py" in uses
+    """The UI's modules and its feed's (which opens, hands over and subscribes to the
+    sampler for it)."""
+    uses = {p.relative_to(UI.parent).as_posix(): _sampler_uses(ast.parse(p.read_text("utf-8")))
+            for p in [*sorted(UI.rglob("*.py")), *FEED]}
+    assert uses["ui/app.py"] == [] and "telemetry/sampler_opener.py" in uses
+    assert uses["telemetry/feed.py"] == []
     assert {name: found for name, found in uses.items() if found} == {}
-    planted = ast.parse("self.sampler.latest\nsampler.nvml\nsampler.interval\n")
-    assert _sampler_uses(planted) == ["1: self.sampler.latest", "2: sampler.nvml"]
+    planted = ast.parse("self.sampler.latest\nsampler.nvml\nsampler.interval\n"
+                        "self._sampler.latest\n")
+    assert _sampler_uses(planted) == ["1: self.sampler.latest", "2: sampler.nvml",
+                                      "4: self._sampler.latest"]
 
 
 def test_cli_and_commands_import_no_cycle() -> None:

@@ -50,7 +50,8 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("] / [", "speed ×2 / ÷2", "Replay"),
     ("home / end", "jump to start / end", "Replay"),
 )
-# Keys that do nothing in replay (the app's check_action disables them there).
+# Keys that do nothing in replay (the monitor screen disables k and K there; b and d say
+# they are not available).
 REPLAY_HIDDEN = frozenset({"k", "K", "b", "d"})
 
 

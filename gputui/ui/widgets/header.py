@@ -1,10 +1,14 @@
-"""One-line header: host, versions, the snapshot's time, interval, alerts (or replay state)."""
+"""One-line header: host, versions, the snapshot's time, interval, alerts (or replay state).
+
+What it shows is a pure function of the latest frame and a few facts of the app
+(`header_info`); the widget only draws it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -15,6 +19,10 @@ from textual.widget import Widget
 from gputui.safe_text import printable
 from gputui.telemetry.units import fmt_duration
 from gputui.ui.widgets.partial import repaint_changed
+
+if TYPE_CHECKING:
+    from gputui.telemetry.frame import Frame
+    from gputui.ui.replay_control import ReplayPosition
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +45,32 @@ class HeaderInfo:
     duration_s: float = 0.0
     bench: str | None = None  # a benchmark in progress: "cnn-train 42%"
     stale: int = 0  # GPUs whose driver calls did not answer this tick
+
+
+def header_info(frame: Frame | None, *, interval_s: float, bench: str | None = None,
+                replay: ReplayPosition | None = None) -> HeaderInfo:
+    """The header for `frame` (None: before the first reading), read every `interval_s`
+    (a replay's: the recording's), with the benchmark in progress ("cnn-train 42%") and
+    where a replay is, if any."""
+    snap = frame.snapshot if frame is not None else None
+    active = frame.alerts if frame is not None else ()
+    info = HeaderInfo(
+        hostname=snap.host.hostname if snap else "",
+        driver=snap.system.driver_version if snap else None,
+        cuda=snap.system.cuda_driver_version if snap else None,
+        amd_driver=snap.system.amd_driver_version if snap else None,
+        time=snap.time if snap else None,
+        interval_s=interval_s,
+        alerts=len(active),
+        errors=sum(a.severity == "error" for a in active),
+        skipped_ticks=snap.skipped_ticks if snap else 0,
+        stale=len(frame.stale_gpus) if frame is not None else 0,
+        bench=bench,
+    )
+    if replay is None:
+        return info
+    return replace(info, replay=replay.name, playing=replay.playing, speed=replay.speed,
+                   elapsed_s=replay.elapsed_s, duration_s=replay.duration_s)
 
 
 def _interval(s: float) -> str:

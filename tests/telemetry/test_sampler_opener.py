@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from gputui.telemetry.sampler import Sampler
-from gputui.ui.sampler_opener import SamplerOpener
+from gputui.telemetry.sampler_opener import SamplerOpener
 
 
 def _wait_open(opener: SamplerOpener) -> None:

@@ -4,10 +4,11 @@ NVML init can take seconds on a big machine (and forever on a hung driver): it r
 a daemon thread, started by `gputui` before Textual is even imported, so the two
 overlap. (Not the first reading: a tick on this thread competes with Textual's start
 for the interpreter, and measured ~60 ms later to the first GPU line; the sampler's
-own first tick runs as soon as the app takes it.) The app asks for the sampler once its
-screen is mounted (`deliver_to`); the callback runs on whichever thread comes second
-and never waits for the event loop. Nothing at exit waits
-for this thread: `cancel` closes a sampler nobody took.
+own first tick runs as soon as the monitor takes it.) The monitor's feed
+(telemetry/feed.py) takes the sampler when its screen is built if it is open by then
+(`take_if_open`), else asks for it once the screen is mounted (`deliver_to`); the
+callback runs on whichever thread comes second and never waits for the event loop.
+Nothing at exit waits for this thread: `cancel` closes a sampler nobody took.
 
 No textual here: the CLI imports this module before the UI.
 """
