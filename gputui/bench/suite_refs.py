@@ -9,7 +9,9 @@ figure is for exactly the same workload; such runs are scored against a saved ru
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from gputui.bench.suite_score import SuiteReference
 
@@ -20,10 +22,12 @@ from gputui.bench.suite_score import SuiteReference
 _DEV_VM = SuiteReference(
     device="Intel(R) Xeon(R) Processor, 2 vCPUs (KVM; AVX-512, AMX), 24 GiB",
     device_class="cpu-quick", suite_version=1,
-    source="gputui bench suite run --quick, median of 3 runs on gputui's development VM "
-           "(2026-11-29 02:59-03:07 UTC; suite runs 20261129-025941-446-768509, "
-           "20261129-030309-443-67e7ea, 20261129-030531-441-367b4f; torch 2.14.1, "
-           "2 threads; the VM shared with other jobs)",
+    source="gputui's development VM: median of 3 --quick runs, 2026-11-29",
+    note="gputui bench suite run --quick three times, 2026-11-29 02:59-03:07 UTC (suite "
+         "runs 20261129-025941-446-768509, 20261129-030309-443-67e7ea, "
+         "20261129-030531-441-367b4f), torch 2.14.1 on 2 threads; /proc/cpuinfo names the "
+         "CPU 'Intel(R) Xeon(R) Processor' (family 6 model 167, AVX-512 and AMX); the VM "
+         "was shared with other jobs (load average 6-9)",
     figures=MappingProxyType({
         "cnn-infer": 6.51,  # images/s; runs: 6.51, 11.49, 3.241
         "cnn-train": 5.898,  # images/s; runs: 5.898, 1.312, 11.66
@@ -52,5 +56,10 @@ def default_for(device_class: str, version: int) -> SuiteReference | None:
                  if r.device_class == device_class and r.suite_version == version), None)
 
 
-def by_source(source: object) -> SuiteReference | None:
-    return next((r for r in SHIPPED if r.source == source), None)
+def by_label(label: Mapping[str, Any]) -> SuiteReference | None:
+    """The shipped reference a score's `reference` names (its source, else its device,
+    class and version)."""
+    return next((r for r in SHIPPED if r.source == label.get("source")), None) or next(
+        (r for r in SHIPPED if r.device == label.get("device")
+         and r.device_class == label.get("device_class")
+         and r.suite_version == label.get("suite_version")), None)

@@ -28,8 +28,9 @@ class SuiteReference:
     device: str  # the device the figures were measured on, as its owner names it
     device_class: str
     suite_version: int
-    source: str  # where the figures came from (how measured, or which suite run)
+    source: str  # where the figures came from (how measured, or which suite run), short
     figures: Mapping[str, float]
+    note: str = ""  # the details of how they were measured (docs, `bench suite show`)
 
     def label(self) -> dict[str, Any]:
         """What a score keeps of its reference (the figures stay with the reference)."""

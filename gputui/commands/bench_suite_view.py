@@ -54,7 +54,7 @@ def _scores(record: SuiteRecord, baseline: str | None) -> tuple[Scores | None,
         ref = _baseline(baseline)
         return score(record.figures(), record.suite_version, record.device_class, ref), ref
     if record.scores is not None:
-        ref = suite_refs.by_source(record.scores.reference.get("source"))
+        ref = suite_refs.by_label(record.scores.reference)
         if ref is None:
             ref = _stored_run_reference(record.scores.reference.get("source"))
         return record.scores, ref
@@ -81,9 +81,8 @@ def ranking_rows(record: SuiteRecord, ref: SuiteReference | None) -> list[RankRo
     this = suite_record.as_reference(record)
     if ref is None:
         return [RankRow(this.device, this.source, None, this=True)]
-    this_row = RankRow(this.device, f"this run ({record.id})", None, this=True)
     rows = ranking(this, ref, suite_refs.SHIPPED)
-    return [RankRow(r.device, this_row.source, r.device_score, True) if r.this else r
+    return [RankRow(r.device, "this run", r.device_score, True) if r.this else r
             for r in rows]
 
 
@@ -182,8 +181,7 @@ def print_record(console: Console, record: SuiteRecord, scores: Scores | None,
     console.print(f"GPU state: {_state_words(record)}", soft_wrap=True)
     if ref is not None and len(ranking) > 1:
         rank = Table(title=f"ranking ({record.device_class} class, suite "
-                     f"v{record.suite_version}; device score against "
-                     f"{no_markup(ref.device)})")
+                     f"v{record.suite_version})")
         rank.add_column("#", justify="right")
         rank.add_column("device")
         rank.add_column("device score", justify="right")
@@ -286,8 +284,6 @@ def run_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from gputui.bench import suite_record
-    from gputui.bench.fmt import when
-
     records, warnings = suite_record.history()
     for w in warnings:
         print(f"gputui: warning: {printable(w)}", file=sys.stderr)
@@ -298,19 +294,21 @@ def run_list(args: argparse.Namespace) -> int:
     if not records:
         console.print(f"no saved suite runs in {no_markup(suite_record.suites_dir())}")
         return 0
-    table = Table(title=f"suite runs ({no_markup(suite_record.suites_dir())})")
-    for name in ("id", "started", "version", "class", "device", "status", "inference",
-                 "training", "device score"):
-        table.add_column(name, justify="right" if "score" in name or name in (
-            "inference", "training") else "left")
+    from rich import box
+
+    # Narrow enough for 80 columns: the id is typed back and never cut, the device name
+    # wraps; inference and training scores are in `show` and --json.
+    table = Table(title=f"suite runs ({no_markup(suite_record.suites_dir())})",
+                  box=box.SIMPLE_HEAD)
+    table.add_column("id", no_wrap=True)
+    table.add_column("suite", no_wrap=True)
+    table.add_column("device score", no_wrap=True, justify="right")
+    table.add_column("device")
     for r in records:
-        s = r.scores
-        table.add_row(no_markup(r.id), no_markup(when(r.started_at)),
-                      f"v{r.suite_version}", r.device_class,
-                      no_markup(r.device_name or r.device), r.status,
-                      _fmt_score(s.inference if s else None),
-                      _fmt_score(s.training if s else None),
-                      _fmt_score(s.device if s else None))
+        status = "" if r.status == "ok" else f" {r.status}"
+        table.add_row(no_markup(r.id), f"v{r.suite_version} {r.device_class}{status}",
+                      _fmt_score(r.scores.device if r.scores else None),
+                      no_markup(r.device_name or r.device))
     console.print(table)
     return 0
 
