@@ -323,3 +323,13 @@ def test_a_throttled_run_marks_its_scores(gputui: CliRunner) -> None:
     assert "throttled 12 % of the timed windows (sw_power_cap)" in proc.stdout
     assert "max 83 °C" in proc.stdout
     assert show_json(gputui, rec.id)["state"]["throttled"] is True
+
+
+def test_run_refuses_a_bad_baseline_before_running_anything(gputui: CliRunner) -> None:
+    """Nothing starts (no worker, no record) when the baseline cannot be used."""
+    assert_usage_error(gputui("bench", "suite", "run", "--quick", "--baseline", "nope"),
+                       "no suite run with id 'nope'")
+    cuda = save(make_record("20260101-000001-000-cccccc", device_class="cuda"))
+    assert_usage_error(gputui("bench", "suite", "run", "--quick", "--baseline", cuda),
+                       "different settings, not compared")
+    assert [p.name for p in suite_record.suites_dir().iterdir()] == [f"{cuda}.json"]
