@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -301,8 +302,6 @@ def test_a_damaged_record_is_one_line(gputui: CliRunner) -> None:
 
 
 def test_a_throttled_run_marks_its_scores(gputui: CliRunner) -> None:
-    from dataclasses import replace
-
     from gputui.bench.suite_record import SuiteState
 
     rec = make_record("20260101-000001-000-eeeeee")
@@ -333,3 +332,71 @@ def test_run_refuses_a_bad_baseline_before_running_anything(gputui: CliRunner) -
     assert_usage_error(gputui("bench", "suite", "run", "--quick", "--baseline", cuda),
                        "different settings, not compared")
     assert [p.name for p in suite_record.suites_dir().iterdir()] == [f"{cuda}.json"]
+
+
+class FakeQueue:
+    """The run queue's face to run_suite: each submitted run 'finishes' at once with a
+    result made here (status from `statuses`, by benchmark name)."""
+
+    def __init__(self, statuses: dict[str, str] | None = None) -> None:
+        self.statuses = statuses or {}
+        self.submitted: list[str] = []
+        self.last = None
+
+    def submit(self, planned: object) -> int:
+        from gputui.bench.result import ErrorInfo, Result
+        from gputui.bench.run_queue import Finished
+
+        req = planned.request  # type: ignore[attr-defined]
+        status = self.statuses.get(req.benchmark, "ok")
+        invalid = status == "invalid"
+        result = Result.from_dict(make_doc(
+            planned.id, status="failed" if invalid else status,  # type: ignore[attr-defined]
+            benchmark=req.benchmark, model=req.model))
+        if invalid:
+            result = replace(result, error=ErrorInfo("invalid", "CUDA is not available"))
+        self.submitted.append(req.benchmark)
+        self.last = Finished(planned, result, None)  # type: ignore[arg-type]
+        return 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return True
+
+
+def _plan() -> object:
+    from gputui.bench.suite_run import SuitePlan
+
+    return SuitePlan("cpu-quick", "cpu", suite_refs.default_for("cpu-quick", SUITE_VERSION))
+
+
+def test_a_failed_run_leaves_its_tests_without_figures_and_the_suite_incomplete() -> None:
+    from gputui.bench.suite import RUNS
+    from gputui.bench.suite_run import run_suite
+
+    queue = FakeQueue({"rnn-train": "failed"})
+    rec = run_suite(_plan(), queue)  # type: ignore[arg-type]
+    assert queue.submitted == [r.benchmark for r in RUNS]
+    assert rec.status == "incomplete"
+    assert rec.outcome("lstm-train").value is None  # type: ignore[union-attr]
+    assert rec.outcome("cnn-train").value == pytest.approx(100.0)  # type: ignore[union-attr]
+    assert rec.scores is not None and rec.scores.training is None and rec.scores.device is None
+    assert [o.test for o in rec.outcomes] == [t.id for t in TESTS]
+
+
+def test_a_cancel_ends_the_suite_after_the_current_run() -> None:
+    from gputui.bench.suite_run import run_suite
+
+    queue = FakeQueue()
+    rec = run_suite(_plan(), queue, stop=lambda: len(queue.submitted) >= 2)  # type: ignore[arg-type]
+    assert len(queue.submitted) == 2
+    assert rec.status == "cancelled"
+    assert len(rec.outcomes) == 2
+
+
+def test_settings_the_worker_rejects_end_the_suite_as_bad_usage() -> None:
+    from gputui.bench.suite_run import run_suite
+
+    queue = FakeQueue({"cnn-infer": "invalid"})
+    with pytest.raises(UsageError, match="CUDA is not available"):
+        run_suite(_plan(), queue)  # type: ignore[arg-type]
+    assert queue.submitted == ["cnn-infer"]
