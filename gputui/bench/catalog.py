@@ -26,7 +26,14 @@ TEST_HOOKS: tuple[str, ...] = ("crash", "hang", "oom", "exit")
 # oom_above_batch: with test_hook "oom", batch-finder/sweep probes above this batch fail
 # with a simulated out-of-memory error (and no other step does).
 TEST_PARAMS: tuple[str, ...] = ("oom_above_batch",)
-CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16")
+# Segmentation models run through the same image kinds: their output is a dict whose "out"
+# holds per-pixel logits, trained against per-pixel labels (bench.worker.workloads).
+SEGMENTATION_MODELS: tuple[str, ...] = ("lraspp_mobilenet_v3_large",)
+# vit_ti_16: ViT-Tiny/16 (DeiT-Tiny's shape: 12 layers, 3 heads, width 192), a ViT small
+# enough for a CPU.
+CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16",
+                               "vit_ti_16", *SEGMENTATION_MODELS)
+VIT_MODELS: tuple[str, ...] = ("vit_b_16", "vit_ti_16")
 RNN_MODELS: tuple[str, ...] = ("lstm", "gru")
 LM_TRAIN_MODELS: tuple[str, ...] = ("gpt2", "gpt2-medium", "gpt-tiny")
 LM_INFER_MODELS: tuple[str, ...] = ("llama2-7b", "gpt2", "gpt2-medium", "gpt-tiny",
@@ -513,12 +520,12 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if d is not None and (isinstance(d, bool) or not isinstance(d, int | float) or d <= 0):
         raise UsageError(f"duration must be a positive number of seconds, got {d!r}")
 
-    if out["model"] == "vit_b_16" and out["image_size"] is not None and out["image_size"] % 16:
-        raise UsageError("vit_b_16 needs an image size that is a multiple of 16")
+    if out["model"] in VIT_MODELS and out["image_size"] is not None and out["image_size"] % 16:
+        raise UsageError(f"{out['model']} needs an image size that is a multiple of 16")
     if bench.models == CNN_MODELS and out["image_size"] is not None and out["image_size"] < 32:
         raise UsageError(f"{out['model']} needs an image size of at least 32")
 
-    if (name == "cnn-train" and out["model"] != "vit_b_16" and out["batch_size"] == 1):
+    if (name == "cnn-train" and out["model"] not in VIT_MODELS and out["batch_size"] == 1):
         # BatchNorm in training mode needs more than one value per channel.
         raise UsageError(f"training {out['model']} needs a batch size of at least 2 "
                          "(its BatchNorm layers cannot train on one image)")

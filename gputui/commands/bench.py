@@ -161,6 +161,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     from gputui.commands import bench_tables  # `bench peaks`, `bench references`
 
     bench_tables.add_parsers(bs)
+    from gputui.commands import bench_suite  # `bench suite ...`
+
+    bench_suite.add_parser(bs)
 
 
 def _mnk(text: str) -> list[int]:
@@ -238,7 +241,7 @@ def _non_negative_int(text: str) -> int:
 def _no_action(args: argparse.Namespace) -> int:
     args.bench_parser.print_usage(sys.stderr)
     raise UsageError("choose a bench command: list, run, history, show, compare, export, "
-                     "peaks, references")
+                     "peaks, references, suite")
 
 
 def _console(stderr: bool = False) -> Console:
