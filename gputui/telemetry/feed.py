@@ -232,10 +232,14 @@ class MonitorFeed:
 
     def hang_up(self) -> None:
         """The terminal is gone and the process leaves at once: stop the sampler (within
-        0.5 s) and end the recording; nothing else is waited for."""
-        with self._lock:
-            self.state = FeedState.CLOSED
-            sampler = self._sampler
+        0.5 s) and end the recording; nothing else is waited for.
+
+        No lock: this runs from SIGHUP's handler, which Python runs on the main thread
+        between two bytecodes — possibly inside `go()` or `close()` with the lock held —
+        and from the terminal watcher while the main thread may hold it, stuck. (With the
+        lock, a hang-up during start-up deadlocked and left the process spinning.)"""
+        self.state = FeedState.CLOSED
+        sampler = self._sampler
         if sampler is not None:
             sampler.stop(timeout=0.5)
         if self.recorder is not None:

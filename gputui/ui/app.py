@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import gc
 import os
+import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from gputui.ui.replay_control import ReplayController
 
 GC_PAUSE_MAX_S = 5.0
+# How long a hang-up waits for the sampler to stop and the recording to end.
+HANG_UP_WAIT_S = 1.0
 
 
 class GputuiApp(App[int]):
@@ -148,9 +151,16 @@ class GputuiApp(App[int]):
         """The terminal is gone (ssh dropped, tmux killed): close what matters (the
         recording, NVML) and leave at once. A normal Textual shutdown writes terminal
         reset sequences, and with the pty gone that write can block forever."""
+        # On a thread of its own, waited for a second at most: whatever it meets (a
+        # recording on a stuck disk, a lock a stuck thread holds), the process leaves.
+        closing = threading.Thread(target=self._hang_up_feed, daemon=True)
+        closing.start()
+        closing.join(HANG_UP_WAIT_S)
+        os._exit(0)
+
+    def _hang_up_feed(self) -> None:
         with contextlib.suppress(Exception):
             self.feed.hang_up()
-        os._exit(0)
 
     def exit(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
         self.feed.quit()  # nothing more is posted to a closing loop

@@ -215,3 +215,32 @@ def test_a_recording_that_stops_is_said_once() -> None:
     assert view.problems == [("Recording stopped", "recording to /dev/full stopped after 0 "
                                                    "snapshots: No space left on device")]
     feed.close()
+
+
+def test_a_hang_up_during_start_up_returns_on_the_same_thread() -> None:
+    """SIGHUP's handler runs on the main thread between two bytecodes: here, as the
+    sampler starts inside `go()`. The hang-up must return (the process then leaves),
+    not wait for what that thread holds."""
+    feed: MonitorFeed | None = None
+    hung_up: list[bool] = []
+
+    class HangUpAsItStarts(Sampler):
+        def start(self, first_in: float | None = None) -> None:  # type: ignore[override]
+            assert feed is not None
+            done = threading.Event()
+
+            def hang_up() -> None:
+                feed.hang_up()
+                done.set()
+            # On this thread, as a signal handler would; a thread keeps a deadlock
+            # from hanging the test run, and the join on this thread is what blocks.
+            t = threading.Thread(target=hang_up, daemon=True)
+            t.start()
+            hung_up.append(done.wait(5.0))
+
+    opener = Opener(1.0)
+    feed = MonitorFeed(opener, View())
+    opener.open(HangUpAsItStarts(interval=1.0, source=Source()))
+    assert feed.first_reading() is not None
+    feed.go()
+    assert hung_up == [True] and feed.state is FeedState.CLOSED
