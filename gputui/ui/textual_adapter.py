@@ -18,25 +18,43 @@ attribute. The terminal notifications write their escape sequences through it (i
 with the frames, from their own thread; the driver's writer is thread-safe), and the
 monitor's redraw key tells the terminal writer to forget what it believes is on screen.
 
+`CellCachedTable`: a DataTable that renders a cell again only when what it shows
+changed. Textual's DataTable keys its cell renderings on that update counter too, so
+one changed cell (a process's running time) renders every visible cell again through
+Rich (~230 cells for 16 processes, most of the monitor's UI time on a box with GPU
+processes). The subclass keeps each visible cell's last rendering keyed by what it
+shows (the subclass's `cell_content_key`) and by everything else Textual renders it
+with, and asks DataTable's own `_render_cell` only for the cells that changed. Its
+signature and the private state it reads (`_show_hover_cursor`, `_pseudo_class_state`)
+are Textual's; on an untested version every cell goes straight to Textual.
+
 `supported()` also decides whether the monitor and the fleet view write through the
 terminal writer (`terminal_writer.diffing_driver`): it follows Textual's output as the
 tested versions write it, so on another version the apps run with Textual's own driver.
 
-Nothing here patches Textual or Rich: it sets sizes on one table's own caches.
+Nothing here patches Textual or Rich: it sets sizes on one table's own caches, and
+overrides one method in a subclass of its own.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.app import App
+from textual.coordinate import Coordinate
 from textual.driver import Driver
 from textual.widgets import DataTable
 
-__all__ = ["app_driver", "bound_render_caches", "render_cache_sizes", "supported"]
+__all__ = ["CellCachedTable", "app_driver", "bound_render_caches", "render_cache_sizes",
+           "supported"]
+
+CellType = TypeVar("CellType")
 
 # (major, minor) releases of Textual this module is tested with.
 TESTED_VERSIONS = frozenset({(8, 2)})
@@ -108,3 +126,49 @@ def app_driver(app: App[Any]) -> Driver | None:
         return app._driver
     except AttributeError:
         return None
+
+
+class CellCachedTable(DataTable[CellType]):
+    """A DataTable whose cells are rendered again only when what they show changed (see
+    the module's docstring). A subclass says what a cell shows: `cell_content_key`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # (row, column) → (everything the rendering depends on, the rendering): one entry
+        # per cell drawn, so the cache holds what is on screen and no history.
+        self._cell_renders: dict[tuple[int, int], tuple[Hashable, list[list[Segment]]]] = {}
+
+    def cell_content_key(self, value: object) -> Hashable | None:
+        """What `value` (a cell, or a column's label) shows, as a hashable key; None: not
+        cached (rendered by Textual every time)."""
+        return None
+
+    def notify_style_update(self) -> None:
+        self._cell_renders.clear()  # the theme or the CSS changed: every cell's look
+        super().notify_style_update()
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
+        if not supported() or column_index < 0:
+            return super()._render_cell(row_index, column_index, base_style, width,
+                                        cursor, hover)
+        if row_index < 0:
+            value: object = self.ordered_columns[column_index].label
+        else:
+            value = self.get_cell_at(Coordinate(row_index, column_index))
+        content = self.cell_content_key(value)
+        if content is None:
+            return super()._render_cell(row_index, column_index, base_style, width,
+                                        cursor, hover)
+        key = (content, base_style, width, cursor, hover, self._show_hover_cursor,
+               self._pseudo_class_state, self.cursor_type, self.show_cursor)
+        where = (row_index, column_index)
+        known = self._cell_renders.get(where)
+        if known is not None and known[0] == key:
+            return known[1]
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor,
+                                     hover)
+        if len(self._cell_renders) > 4 * (self.row_count + 1) * max(1, len(self.columns)):
+            self._cell_renders.clear()  # rows gone since: never drawn there again
+        self._cell_renders[where] = (key, lines)
+        return lines

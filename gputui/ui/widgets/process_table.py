@@ -38,7 +38,7 @@ from gputui.safe_text import printable
 from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.process_groups import GROUP_BY, ProcessGroup, group_processes
 from gputui.telemetry.units import NA, fmt_bytes, fmt_duration, fmt_j, fmt_w
-from gputui.ui.textual_adapter import bound_render_caches
+from gputui.ui.textual_adapter import CellCachedTable, bound_render_caches
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +195,7 @@ def row_key(p: GpuProcess) -> str:
     return f"{p.gpu_index}:{p.pid}"
 
 
-class ProcessTable(DataTable[Cell]):
+class ProcessTable(CellCachedTable[Cell]):
     DEFAULT_CSS = """
     ProcessTable { height: 1fr; border: round $primary 60%; border-title-style: bold;
                    overflow-x: hidden; }
@@ -220,6 +220,13 @@ class ProcessTable(DataTable[Cell]):
         self._absent: frozenset[str] = frozenset()  # only_when_known columns with no value
         self._now = 0.0
         self.shown_columns: tuple[str, ...] = COLUMN_KEYS  # the columns in the table now
+
+    def cell_content_key(self, value: object) -> tuple[str, str | None] | None:
+        """A cell shows its text, a header its label (both one line of one style)."""
+        text = value.text if isinstance(value, Cell) else value
+        if isinstance(text, Text) and not text.spans and not text.style:
+            return text.plain, text.justify
+        return None
 
     @property
     def column_keys(self) -> tuple[str, ...]:
