@@ -32,6 +32,7 @@ import os
 import re
 import sys
 import threading
+from functools import lru_cache
 
 from rich.cells import cell_len
 from textual.drivers.linux_driver import LinuxDriver
@@ -334,8 +335,10 @@ def diffing_driver() -> type[DiffingDriver] | None:
     return DiffingDriver if textual_adapter.supported() else None
 
 
+@lru_cache(maxsize=4096)
 def _narrow(text: str) -> bool:
-    """Every character of `text` takes exactly one cell."""
+    """Every character of `text` takes exactly one cell. Remembered: a frame's runs are
+    mostly the same box lines, bars and labels as the frame before."""
     if text.isascii():
         return text.isprintable()
     return all(_char_cells(char) == 1 for char in text)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from textual.coordinate import Coordinate
+
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.model import GpuProcess, Snapshot
 from gputui.ui.app import GputuiApp
@@ -298,3 +300,41 @@ async def test_changed_cells_moved_rows_and_the_cursor_are_drawn_anew() -> None:
         for before, after in zip(on_first, on_second, strict=True):
             assert "".join(s.text for s in before) == "".join(s.text for s in after)
             assert before != after
+
+
+async def test_cells_drawn_by_the_adapter_are_what_textual_draws() -> None:
+    """Simple text cells are drawn by gputui's table itself: every line of the table —
+    zebra rows, the cursor's row focused and not, a hovered row, a column cut by the
+    ellipsis — is what Textual's own cell rendering gives."""
+    from rich.segment import Segment
+
+    from gputui.ui.textual_adapter import supported
+
+    app, sampler = make_app()
+    procs = [proc(pid, pid % 2, 10 + pid, cpu_pct=float(pid)) for pid in range(11, 17)]
+    procs.append(proc(17, 0, 5, user="a-user-name-far-longer-than-twelve"))
+
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0), gpu(1)], procs))
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+
+        def lines(quick: bool) -> list[list[Segment]]:
+            table.quick_cells = quick
+            table.notify_style_update()  # forget every cell drawn
+            return [list(Segment.simplify(table.render_line(y)))
+                    for y in range(table.row_count + 1)]
+
+        states = []
+        for focused, cursor, hover in ((False, 0, None), (True, 2, None), (True, 3, 1)):
+            if focused:
+                table.focus()
+            table.move_cursor(row=cursor, animate=False)
+            if hover is not None:
+                table.hover_coordinate = Coordinate(hover, 0)
+            await pilot.pause()
+            states.append((lines(True), lines(False)))
+        assert supported()
+        for quick, textual in states:
+            assert len(quick) == 8 and quick == textual
+        assert states[0][0] != states[1][0]  # the cursor and focus changed the lines

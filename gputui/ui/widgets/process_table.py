@@ -221,12 +221,8 @@ class ProcessTable(CellCachedTable[Cell]):
         self._now = 0.0
         self.shown_columns: tuple[str, ...] = COLUMN_KEYS  # the columns in the table now
 
-    def cell_content_key(self, value: object) -> tuple[str, str | None] | None:
-        """A cell shows its text, a header its label (both one line of one style)."""
-        text = value.text if isinstance(value, Cell) else value
-        if isinstance(text, Text) and not text.spans and not text.style:
-            return text.plain, text.justify
-        return None
+    def cell_text(self, value: object) -> Text | None:
+        return value.text if isinstance(value, Cell) else super().cell_text(value)
 
     @property
     def column_keys(self) -> tuple[str, ...]:
@@ -324,12 +320,19 @@ class ProcessTable(CellCachedTable[Cell]):
         mark = ("▼" if self.sort_reverse else "▲") if c.key == self.sort_column else ""
         return Text(c.label + mark, justify="right" if c.right else "left")
 
-    def _cells(self, key: str, row: object) -> list[Cell]:
-        # no_wrap + ellipsis: a value wider than its column ends in "…", never wraps.
-        return [Cell(c.raw(row, self._now),
-                     Text(c.show(row, self._now), justify="right" if c.right else "left",
-                          no_wrap=True, overflow="ellipsis", end=""), key)
-                for c in self.table_columns]
+    def _cells(self, key: str, row: object, old: list[Cell] | None = None) -> list[Cell]:
+        """The row's cells; those of `old` (the row as shown) where value and text are
+        the same, so that only what changed is made (and drawn) again."""
+        out = []
+        for i, c in enumerate(self.table_columns):
+            raw, shown = c.raw(row, self._now), c.show(row, self._now)
+            if old is not None and old[i].raw == raw and old[i].text.plain == shown:
+                out.append(old[i])
+                continue
+            # no_wrap + ellipsis: a value wider than its column ends in "…", never wraps.
+            out.append(Cell(raw, Text(shown, justify="right" if c.right else "left",
+                                      no_wrap=True, overflow="ellipsis", end=""), key))
+        return out
 
     def _rows_of(self, procs: tuple[GpuProcess, ...]) -> dict[str, object]:
         if self.group_by is None:
@@ -349,16 +352,17 @@ class ProcessTable(CellCachedTable[Cell]):
                 del self._shown[key]
                 changed = True
         for key, row in new.items():
-            cells = self._cells(key, row)
             if key not in self._rows:
+                cells = self._cells(key, row)
                 self._shown[key] = cells
                 self.add_row(*self._visible_cells(cells), key=key)
                 changed = True
                 continue
             old = self._shown[key]
+            cells = self._cells(key, row, old)
             for col, (a, b) in zip(self.column_keys, zip(old, cells, strict=True),
                                    strict=True):
-                if a != b:
+                if a is not b:
                     if col in self.shown_columns:
                         self.update_cell(key, col, b)
                     changed = True
