@@ -29,9 +29,15 @@ cell that is one line of printable ASCII text in one style, narrower than its co
 it draws itself (~15× cheaper than Rich's padding and styling pipeline, ~0.1 ms a cell
 here): the text justified in the column, padded, in the style DataTable's
 `_get_styles_to_render_cell` gives the cell over the row's style, as one segment — what
-DataTable draws, as a test compares. The signatures and the private state it reads
-(`_show_hover_cursor`, `_pseudo_class_state`) are Textual's; on an untested version every
-cell goes straight to Textual.
+DataTable draws, as a test compares. It also lays out its lines itself (`render_line`)
+for the simple table it is used as (a row cursor, a one-line header, rows of one line,
+no fixed rows, columns or row labels): the cells side by side in the row's zebra style,
+the rest of the width in the cursor's or the row's, cropped to the scroll position —
+DataTable's `_render_line_in_row` without its per-line style lookups, which it repeats
+for every line (the styles are looked up once per repaint here). The signatures and the
+private state it reads (`_show_hover_cursor`, `_pseudo_class_state`,
+`_labelled_row_exists`) are Textual's; on an untested version, or a table that is not
+that simple, every line and cell goes straight to Textual.
 
 `supported()` also decides whether the monitor and the fleet view write through the
 terminal writer (`terminal_writer.diffing_driver`): it follows Textual's output as the
@@ -55,6 +61,8 @@ from rich.text import Text
 from textual.app import App
 from textual.coordinate import Coordinate
 from textual.driver import Driver
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 
 __all__ = ["CellCachedTable", "app_driver", "bound_render_caches", "render_cache_sizes",
@@ -144,7 +152,7 @@ class CellCachedTable(DataTable[CellType]):
         # per cell drawn, so the cache holds what is on screen and no history.
         self._cell_renders: dict[tuple[int, int], tuple[Hashable, list[list[Segment]]]] = {}
 
-    quick_cells = True  # draw simple text cells here (False: every cell by Textual)
+    draw_here = True  # simple lines and cells drawn here (False: all of it by Textual)
 
     def cell_text(self, value: object) -> Text | None:
         """The Text a cell (or a column's label) shows; None: something else, which
@@ -161,6 +169,60 @@ class CellCachedTable(DataTable[CellType]):
     def notify_style_update(self) -> None:
         self._cell_renders.clear()  # the theme or the CSS changed: every cell's look
         super().notify_style_update()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The styles every line of this repaint is drawn with, looked up once.
+        self._line_styles = None
+        if self.draw_here and supported() and self._simple_layout():
+            self._line_styles = (
+                self.rich_style,
+                self.get_component_styles("datatable--header").rich_style,
+                self.get_component_styles("datatable--even-row").rich_style,
+                self.get_component_styles("datatable--odd-row").rich_style,
+            )
+        return super().render_lines(crop)
+
+    def _simple_layout(self) -> bool:
+        """A row cursor, a one-line header, no fixed rows, columns or labels, and every
+        row one line high (a line per row: line y is row y - 1)."""
+        return (self.cursor_type == "row" and self.show_header and self.header_height == 1
+                and not self.fixed_rows and not self.fixed_columns
+                and not (self._labelled_row_exists and self.show_row_labels)
+                and len(self._y_offsets) == self.row_count)
+
+    def render_line(self, y: int) -> Strip:
+        styles = getattr(self, "_line_styles", None)
+        if styles is None:
+            return super().render_line(y)
+        base, header, even, odd = styles
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        row_index = y - 1 if y < 1 else y - 1 + scroll_y  # -1: the header
+        if row_index >= self.row_count:
+            return Strip.blank(width, base)
+        if row_index == -1:
+            row_style = header
+        elif self.zebra_stripes:
+            row_style = odd if row_index % 2 else even
+        else:
+            row_style = base
+        cursor, hover = self.cursor_coordinate.row, self.hover_coordinate.row
+        on_cursor, on_hover = row_index == cursor, row_index == hover
+        segments: list[Segment] = []
+        used = 0
+        for column_index, column in enumerate(self.ordered_columns):
+            cell_width = column.get_render_width(self)
+            used += cell_width
+            segments.extend(self._render_cell(row_index, column_index, row_style, cell_width,
+                                              cursor=on_cursor, hover=on_hover)[0])
+        extend, _ = self._get_styles_to_render_cell(
+            row_index == -1, False, False, on_hover, on_cursor, self.show_cursor,
+            self._show_hover_cursor, False, False)
+        extend = row_style + extend + Style.from_meta(
+            {"row": row_index, "column": 0, "out_of_bounds": True})
+        segments.append(Segment(" " * max(0, width - used), extend))
+        strip = Strip(segments).crop(scroll_x, scroll_x + width)
+        return strip.adjust_cell_length(width, base).simplify()
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
@@ -183,7 +245,7 @@ class CellCachedTable(DataTable[CellType]):
             return known[1]
         lines = None
         text = self.cell_text(value)
-        if self.quick_cells and row_index >= 0 and text is not None:
+        if self.draw_here and row_index >= 0 and text is not None:
             lines = self._quick_cell(row_index, column_index, base_style, width, cursor,
                                      hover, text)
         if lines is None:

@@ -302,11 +302,12 @@ async def test_changed_cells_moved_rows_and_the_cursor_are_drawn_anew() -> None:
             assert before != after
 
 
-async def test_cells_drawn_by_the_adapter_are_what_textual_draws() -> None:
-    """Simple text cells are drawn by gputui's table itself: every line of the table —
-    zebra rows, the cursor's row focused and not, a hovered row, a column cut by the
-    ellipsis — is what Textual's own cell rendering gives."""
+async def test_lines_drawn_by_the_adapter_are_what_textual_draws() -> None:
+    """The table's lines and simple text cells are drawn by gputui's table itself: every
+    line of the table — header, zebra rows, the cursor's row focused and not, a hovered
+    row, a column cut by the ellipsis, the border — is what Textual's DataTable draws."""
     from rich.segment import Segment
+    from textual.geometry import Region
 
     from gputui.ui.textual_adapter import supported
 
@@ -319,11 +320,13 @@ async def test_cells_drawn_by_the_adapter_are_what_textual_draws() -> None:
         await pilot.pause()
         table = app.query_one(ProcessTable)
 
-        def lines(quick: bool) -> list[list[Segment]]:
-            table.quick_cells = quick
+        def lines(here: bool) -> list[list[Segment]]:
+            table.draw_here = here
             table.notify_style_update()  # forget every cell drawn
-            return [list(Segment.simplify(table.render_line(y)))
-                    for y in range(table.row_count + 1)]
+            table.refresh()
+            width, height = table.outer_size
+            return [list(Segment.simplify(strip))
+                    for strip in table.render_lines(Region(0, 0, width, height))]
 
         states = []
         for focused, cursor, hover in ((False, 0, None), (True, 2, None), (True, 3, 1)):
@@ -335,6 +338,6 @@ async def test_cells_drawn_by_the_adapter_are_what_textual_draws() -> None:
             await pilot.pause()
             states.append((lines(True), lines(False)))
         assert supported()
-        for quick, textual in states:
-            assert len(quick) == 8 and quick == textual
+        for here, textual in states:
+            assert len(here) == table.outer_size.height and here == textual
         assert states[0][0] != states[1][0]  # the cursor and focus changed the lines
