@@ -151,6 +151,9 @@ class CellCachedTable(DataTable[CellType]):
         # (row, column) → (everything the rendering depends on, the rendering): one entry
         # per cell drawn, so the cache holds what is on screen and no history.
         self._cell_renders: dict[tuple[int, int], tuple[Hashable, list[list[Segment]]]] = {}
+        # (the table's, the header's, an even row's, an odd row's style) of this repaint;
+        # None: Textual lays the lines out.
+        self._line_styles: tuple[Style, Style, Style, Style] | None = None
 
     draw_here = True  # simple lines and cells drawn here (False: all of it by Textual)
 
@@ -191,7 +194,7 @@ class CellCachedTable(DataTable[CellType]):
                 and len(self._y_offsets) == self.row_count)
 
     def render_line(self, y: int) -> Strip:
-        styles = getattr(self, "_line_styles", None)
+        styles = self._line_styles
         if styles is None:
             return super().render_line(y)
         base, header, even, odd = styles
