@@ -289,9 +289,11 @@ class ScreenDiff:
             if (row, end) in cells and cells[(row, end)][0] == "" and \
                     cell_len(cells[(row, col)][0]) == 2:
                 end += 1
-            if runs and runs[-1][0] == row and start - runs[-1][2] <= GAP and all(
-                    (row, c) in cells for c in range(runs[-1][2], start)):
-                runs[-1][2] = max(runs[-1][2], end)
+            last = runs[-1] if runs else None
+            if last is not None and last[0] == row and (start <= last[2] or (
+                    start - last[2] <= GAP
+                    and all((row, c) in cells for c in range(last[2], start)))):
+                last[2] = max(last[2], end)  # next to the run (the common case), or a gap
             else:
                 runs.append([row, start, end])
         result = []
