@@ -26,7 +26,14 @@ TEST_HOOKS: tuple[str, ...] = ("crash", "hang", "oom", "exit")
 # oom_above_batch: with test_hook "oom", batch-finder/sweep probes above this batch fail
 # with a simulated out-of-memory error (and no other step does).
 TEST_PARAMS: tuple[str, ...] = ("oom_above_batch",)
-CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16")
+# Segmentation models run through the same image kinds: their output is a dict whose "out"
+# holds per-pixel logits, trained against per-pixel labels (bench.worker.workloads).
+SEGMENTATION_MODELS: tuple[str, ...] = ("lraspp_mobilenet_v3_large",)
+# vit_ti_16: ViT-Tiny/16 (DeiT-Tiny's shape: 12 layers, 3 heads, width 192), a ViT small
+# enough for a CPU.
+CNN_MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet_v3_large", "vit_b_16",
+                               "vit_ti_16", *SEGMENTATION_MODELS)
+VIT_MODELS: tuple[str, ...] = ("vit_b_16", "vit_ti_16")
 RNN_MODELS: tuple[str, ...] = ("lstm", "gru")
 LM_TRAIN_MODELS: tuple[str, ...] = ("gpt2", "gpt2-medium", "gpt-tiny")
 LM_INFER_MODELS: tuple[str, ...] = ("llama2-7b", "gpt2", "gpt2-medium", "gpt-tiny",
@@ -72,6 +79,13 @@ SPEC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "baseline_id": None,
         "baseline_value": None,
         "baseline_world": None,
+        # deepbench: which of DeepBench's lists (bench.deepbench.problems), None elsewhere.
+        "op": None,  # gemm, conv, rnn, allreduce or all
+        "problem_set": None,  # train or infer
+        "shape_set": None,  # quick or full
+        # NVTX ranges around the warm-up, the timed loop and each step (CUDA only), for
+        # `nsys profile` (bench.worker.nvtx).
+        "nvtx": False,
     }
 )
 
@@ -241,6 +255,20 @@ BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
                 supports_sweep=True,
             ),
             Benchmark(
+                name="deepbench",
+                kind="probe",
+                description="DeepBench's GEMM, convolution, RNN and all-reduce problems: "
+                "time per call, TFLOP/s and % of peak per shape",
+                unit="TFLOP/s",
+                # scale: every size divided by it (bench.deepbench.problems); a CPU runs
+                # the lists 8× smaller in each dimension, a GPU DeepBench's own sizes.
+                cpu={"op": "all", "problem_set": "train", "shape_set": "quick", "scale": 8,
+                     "steps": 5, "warmup": 1},
+                # fp16: DeepBench's own default precision for training. Seconds per shape.
+                cuda={"op": "all", "problem_set": "train", "shape_set": "quick", "scale": 1,
+                      "precision": "fp16", "duration_s": 0.2, "warmup": 3},
+            ),
+            Benchmark(
                 name="membw",
                 kind="probe",
                 description="Memory bandwidth GB/s: copy and triad on arrays far larger than "
@@ -353,6 +381,25 @@ def _shapes(out: dict[str, Any], name: str) -> None:
     out["shapes"] = [list(s) for s in shapes]
 
 
+def _deepbench(out: dict[str, Any], name: str) -> None:
+    """op / set / shapes: deepbench's only, each one of its choices."""
+    from gputui.bench.deepbench import problems
+
+    given = {k: out.get(k) for k in ("op", "problem_set", "shape_set")
+             if out.get(k) is not None}
+    if given and name != "deepbench":
+        flags = {"op": "--op", "problem_set": "--set", "shape_set": "--shapes"}
+        raise UsageError(f"{', '.join(flags[k] for k in given)} applies to deepbench, "
+                         f"not {name}")
+    if not given:
+        return
+    problem = problems.usage_problem(given.get("op", "all"),
+                                     given.get("problem_set", "train"),
+                                     given.get("shape_set", "quick"))
+    if problem:
+        raise UsageError(problem)
+
+
 def _batch_sizes(out: dict[str, Any], bench: Benchmark) -> None:
     """An explicit sweep grid: whole numbers ≥ 1, kept ascending and once each; giving one
     asks for a sweep."""
@@ -425,7 +472,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise UsageError("benchmark spec must be a JSON object")
     out: dict[str, Any] = {**SPEC_DEFAULTS, **spec}
-    for key in ("channels_last", "compile", "sweep", "profile"):
+    for key in ("channels_last", "compile", "sweep", "profile", "nvtx"):
         out[key] = bool(out[key])
     name = out["benchmark"]
     if not isinstance(name, str) or not name:
@@ -473,12 +520,12 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if d is not None and (isinstance(d, bool) or not isinstance(d, int | float) or d <= 0):
         raise UsageError(f"duration must be a positive number of seconds, got {d!r}")
 
-    if out["model"] == "vit_b_16" and out["image_size"] is not None and out["image_size"] % 16:
-        raise UsageError("vit_b_16 needs an image size that is a multiple of 16")
+    if out["model"] in VIT_MODELS and out["image_size"] is not None and out["image_size"] % 16:
+        raise UsageError(f"{out['model']} needs an image size that is a multiple of 16")
     if bench.models == CNN_MODELS and out["image_size"] is not None and out["image_size"] < 32:
         raise UsageError(f"{out['model']} needs an image size of at least 32")
 
-    if (name == "cnn-train" and out["model"] != "vit_b_16" and out["batch_size"] == 1):
+    if (name == "cnn-train" and out["model"] not in VIT_MODELS and out["batch_size"] == 1):
         # BatchNorm in training mode needs more than one value per channel.
         raise UsageError(f"training {out['model']} needs a batch size of at least 2 "
                          "(its BatchNorm layers cannot train on one image)")
@@ -509,6 +556,7 @@ def validate_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if out["profile_dir"] is not None and not isinstance(out["profile_dir"], str):
         raise UsageError("profile dir must be a path")
     _shapes(out, name)
+    _deepbench(out, name)
     _batch_sizes(out, bench)
     _repeat(out, name)
     _nodes(out, bench)

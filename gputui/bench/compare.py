@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from gputui.bench.deepbench.figures import figure, keyed
+from gputui.bench.kind_extras import DeepbenchExtra
 from gputui.bench.result import Result
 from gputui.bench.stats import Spread, noise
 
@@ -70,6 +72,8 @@ class Comparison:
     b: Result
     metrics: list[MetricRow]
     settings: list[SettingRow]
+    # Two deepbench results: one row per DeepBench shape (TFLOP/s; all-reduce GB/s).
+    shapes: list[MetricRow] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +87,10 @@ class Comparison:
             ],
             "settings": [
                 {"name": s.name, "a": s.a, "b": s.b, "differs": s.differs} for s in self.settings
+            ],
+            "shapes": [
+                {"name": m.name, "unit": m.unit, "a": m.a, "b": m.b, "ratio_b_over_a": m.ratio,
+                 "better": m.better} for m in self.shapes
             ],
             # Throttled > 5 % of the timed window (null: no window was sampled).
             "throttled": {"a": self.a.throttled if self.a.window else None,
@@ -168,4 +176,22 @@ def compare(a: Result, b: Result) -> Comparison:
     for key in ENV_KEYS:
         if key in a.env or key in b.env:
             settings.append(SettingRow(f"env.{key}", a.env.get(key), b.env.get(key)))
-    return Comparison(a, b, metrics, settings)
+    return Comparison(a, b, metrics, settings, shapes_compared(a, b))
+
+
+def shapes_compared(a: Result, b: Result) -> list[MetricRow]:
+    """Two deepbench results shape by shape, in A's order, then B's shapes A did not run.
+    A shape only one of them ran has None on the other side."""
+    ea, eb = a.extra.of(DeepbenchExtra), b.extra.of(DeepbenchExtra)
+    if ea is None or eb is None:
+        return []
+    ka, kb = keyed(ea.rows), keyed(eb.rows)
+    out = []
+    for key in [*ka, *(k for k in kb if k not in ka)]:
+        ra, rb = ka.get(key), kb.get(key)
+        unit = figure(ra)[1] if ra else figure(rb)[1] if rb else ""
+        op, shape, nth = key
+        out.append(MetricRow(f"{op} {shape}" + (f" (#{nth + 1})" if nth else ""), unit,
+                             figure(ra)[0] if ra else None, figure(rb)[0] if rb else None,
+                             True))
+    return out

@@ -1,4 +1,8 @@
-"""Results as CSV (fixed columns, new ones only ever appended) or a Markdown table."""
+"""Results as CSV (fixed columns, new ones only ever appended) or a Markdown table.
+
+A deepbench result exports its per-shape rows too: in the CSV one row per shape after the
+result's own (its `shape` column set, the result's id, benchmark, device and precision
+repeated), in Markdown a table per result after the results' table."""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
+from gputui.bench.deepbench.figures import figure
 from gputui.bench.fmt import fmt_bytes, fmt_num
+from gputui.bench.kind_extras import DeepbenchExtra
 from gputui.bench.result import Result
 from gputui.bench.result_text import fmt_headline
 from gputui.safe_text import printable
@@ -30,7 +36,11 @@ CSV_COLUMNS: tuple[str, ...] = (
     "itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "itl_mean_ms",
     "prefill_tokens_per_s", "decode_tokens_per_s", "kv_cache_bytes", "weight_bytes",
     "decode_bytes_per_s", "peak_bytes_per_s", "mbu",
+    "op", "shape", "shape_ran", "median_us", "shape_tflops", "shape_pct_of_peak",
+    "busbw_gbps", "shape_note",
 )
+SHAPE_IDENTITY = ("id", "started_at", "status", "benchmark", "device", "device_name",
+                  "precision")
 
 
 def flat_row(r: Result) -> dict[str, Any]:
@@ -99,8 +109,23 @@ def export_csv(docs: Iterable[Result]) -> str:
     writer.writeheader()
     for doc in docs:
         row = flat_row(doc)
-        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
+        writer.writerow({k: "" if row.get(k) is None else row[k] for k in CSV_COLUMNS})
+        for shape in shape_rows(doc):
+            writer.writerow({k: "" if shape.get(k) is None else shape[k]
+                             for k in CSV_COLUMNS})
     return buf.getvalue()
+
+
+def shape_rows(r: Result) -> list[dict[str, object]]:
+    """A deepbench result's shapes as CSV rows ([] for any other result)."""
+    ex = r.extra.of(DeepbenchExtra)
+    if ex is None:
+        return []
+    ident = {k: getattr(r, k) for k in SHAPE_IDENTITY}
+    return [{**ident, "op": s.op, "shape": s.shape, "shape_ran": s.ran,
+             "median_us": s.median_us, "shape_tflops": s.tflops,
+             "shape_pct_of_peak": s.pct_of_peak, "busbw_gbps": s.busbw_gbps,
+             "shape_note": s.note} for s in ex.rows]
 
 
 MARKDOWN_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -113,6 +138,7 @@ MARKDOWN_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 def export_markdown(docs: Iterable[Result]) -> str:
+    docs = list(docs)
     lines = [
         "| " + " | ".join(title for _, title in MARKDOWN_COLUMNS) + " |",
         "|" + "|".join("---" for _ in MARKDOWN_COLUMNS) + "|",
@@ -133,5 +159,20 @@ def export_markdown(docs: Iterable[Result]) -> str:
                 cells.append(fmt_num(row[key]))
             else:
                 cells.append("" if row[key] is None else str(row[key]))
-        lines.append("| " + " | ".join(printable(c).replace("|", "\\|") for c in cells) + " |")
+        lines.append(_md_row(cells))
+    for doc in docs:
+        ex = doc.extra.of(DeepbenchExtra)
+        if ex is None:
+            continue
+        lines += ["", f"DeepBench shapes of {printable(doc.id)}:", "",
+                  "| op | shape | ran | median µs | figure |", "|---|---|---|---|---|"]
+        for s in ex.rows:
+            value, unit = figure(s)
+            lines.append(_md_row([s.op, s.shape, s.ran, fmt_num(s.median_us),
+                                  f"{fmt_num(value)} {unit}" if value is not None
+                                  else s.note or ""]))
     return "\n".join(lines) + "\n"
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(printable(c).replace("|", "\\|") for c in cells) + " |"

@@ -26,6 +26,7 @@ from gputui.bench.kind_extras import (
     AttentionExtra,
     BatchFinderExtra,
     DdpExtra,
+    DeepbenchExtra,
     K,
     KindExtra,
     LmInferExtra,
@@ -239,7 +240,7 @@ class AttributionNote:
 _KIND_OF: Mapping[str, tuple[type[KindExtra], ...]] = {
     "batch-finder": (BatchFinderExtra,), "train-to-accuracy": (AccuracyExtra,),
     "matmul": (MatmulExtra,), "membw": (MembwExtra,), "attention": (AttentionExtra,),
-    "p2p": (P2pExtra,), "lm-infer": (LmInferExtra,),
+    "p2p": (P2pExtra,), "lm-infer": (LmInferExtra,), "deepbench": (DeepbenchExtra,),
 }
 _BY_VARIANT: tuple[type[KindExtra], ...] = (SweepExtra, DdpExtra)
 
@@ -250,7 +251,8 @@ ORDER: tuple[str, ...] = (
     "sweep_sizes", "best_batch", "sweep_stopped",
     "allreduce", "scaling", "per_rank_samples_per_s", "per_rank_samples",
     "headline_point", "energy", "gpu_window", "peak_bandwidth", "profile",
-    "tflops", "best_shape", "gbps", "peak_tflops", "peak_dtype", "peak_gbps", "peak_source",
+    "tflops", "best_shape", "deepbench_rows", "gbps", "peak_tflops", "peak_dtype",
+    "peak_gbps", "peak_source",
     "peak_gpu", *BatchFinderExtra.KEYS, *AccuracyExtra.KEYS,
     "reference", "throttle_attribution",
 )

@@ -1,7 +1,7 @@
 """The per-kind records of a result's `extra` (`bench.extras.Extras.kind`): what a sweep,
-the batch finder, train-to-accuracy, matmul, membw, attention, p2p, lm-infer and a DDP run
-measure beyond the common fields. Each record's fields are its JSON keys, read and written
-here, and `Extras` puts them in and takes them out of `extra`."""
+the batch finder, train-to-accuracy, matmul, membw, attention, p2p, lm-infer, deepbench
+and a DDP run measure beyond the common fields. Each record's fields are its JSON keys,
+read and written here, and `Extras` puts them in and takes them out of `extra`."""
 
 from __future__ import annotations
 
@@ -233,6 +233,66 @@ class LmInferExtra:
 
 
 @dataclass(frozen=True)
+class DeepbenchRow:
+    """One DeepBench problem as it ran: its row as DeepBench writes it, what ran (the same
+    but on a scaled-down CPU run), and the measures. A figure that does not apply (the
+    FLOPs of an all-reduce, the bandwidth of a GEMM) or was not measured is None, and
+    `note` says why when nothing was measured."""
+
+    op: str  # gemm, conv, rnn, allreduce
+    shape: str  # DeepBench's row: "1760,16,1760,n,n", "700,161,1,4,32,20,5,0,0,2,2", …
+    ran: str  # the row as run (the CPU's scaled copy; the same on CUDA)
+    flops: int | None  # per call, counted as bench.deepbench.problems says
+    median_us: float | None  # median time per call
+    tflops: float | None  # flops ÷ median time
+    pct_of_peak: float | None  # of the dense peak at the run's precision
+    busbw_gbps: float | None  # all-reduce: algbw × 2(n−1)/n (nccl-tests)
+    calls: int  # timed calls
+    note: str | None = None  # "needs 2+ CUDA GPUs (this run sees 1)", "out of memory"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "shape": self.shape, "ran": self.ran, "flops": self.flops,
+                "median_us": self.median_us, "tflops": self.tflops,
+                "pct_of_peak": self.pct_of_peak, "busbw_gbps": self.busbw_gbps,
+                "calls": self.calls, "note": self.note}
+
+    @classmethod
+    def from_json(cls, v: Any) -> DeepbenchRow:
+        d = obj(v)
+        return cls(op=text(d.get("op")), shape=text(d.get("shape")), ran=text(d.get("ran")),
+                   flops=opt_whole(d.get("flops")), median_us=opt_num(d.get("median_us")),
+                   tflops=opt_num(d.get("tflops")), pct_of_peak=opt_num(d.get("pct_of_peak")),
+                   busbw_gbps=opt_num(d.get("busbw_gbps")), calls=whole(d.get("calls")),
+                   note=opt_text(d.get("note")))
+
+
+@dataclass(frozen=True)
+class DeepbenchExtra:
+    """deepbench: every problem timed, in run order, and the peak they are held against."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("deepbench_rows", "peak_tflops", "peak_dtype",
+                                       "peak_source", "peak_gpu")
+    rows: tuple[DeepbenchRow, ...]
+    peak_tflops: float | None  # dense peak at peak_dtype; None: not known (always on CPU)
+    peak_dtype: str | None
+    peak_source: str | None  # "table" or "estimated"
+    peak_gpu: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"deepbench_rows": [r.to_json() for r in self.rows],
+                "peak_tflops": self.peak_tflops, "peak_dtype": self.peak_dtype,
+                "peak_source": self.peak_source, "peak_gpu": self.peak_gpu}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> DeepbenchExtra:
+        return cls(rows=seq(d.get("deepbench_rows"), DeepbenchRow.from_json),
+                   peak_tflops=opt_num(d.get("peak_tflops")),
+                   peak_dtype=opt_text(d.get("peak_dtype")),
+                   peak_source=opt_text(d.get("peak_source")),
+                   peak_gpu=opt_text(d.get("peak_gpu")))
+
+
+@dataclass(frozen=True)
 class AllReduce:
     """A DDP run's gradient all-reduce, timed alone after the loop."""
 
@@ -313,6 +373,6 @@ class DdpExtra:
 
 
 KindExtra = (SweepExtra | BatchFinderExtra | AccuracyExtra | MatmulExtra | MembwExtra
-             | AttentionExtra | P2pExtra | LmInferExtra | DdpExtra)
+             | AttentionExtra | P2pExtra | LmInferExtra | DdpExtra | DeepbenchExtra)
 K = TypeVar("K", SweepExtra, BatchFinderExtra, AccuracyExtra, MatmulExtra, MembwExtra,
-            AttentionExtra, P2pExtra, LmInferExtra, DdpExtra)
+            AttentionExtra, P2pExtra, LmInferExtra, DdpExtra, DeepbenchExtra)

@@ -58,6 +58,11 @@ class RunRequest:
     baseline_id: str | None = None
     baseline_value: float | None = None
     baseline_world: int | None = None
+    # deepbench: which of DeepBench's lists; None: the catalog's default (`resolved`).
+    op: str | None = None
+    problem_set: str | None = None
+    shape_set: str | None = None
+    nvtx: bool = False  # NVTX ranges for Nsight Systems (CUDA only)
     # Benchmark-specific numbers; None: none given (the worker's `resolved` fills them).
     # A plain dict, not a read-only view: DDP ranks receive the request pickled.
     params: Mapping[str, float] | None = None

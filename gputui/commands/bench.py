@@ -95,6 +95,12 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     rp.add_argument("--size", type=positive_int, metavar="N", help="matmul: M=N=K=N")
     rp.add_argument("--shape", type=_mnk, action="append", metavar="MxNxK",
                     help="matmul: one product shape (repeatable)")
+    rp.add_argument("--op", metavar="OP",
+                    help="deepbench: gemm, conv, rnn, allreduce or all (default)")
+    rp.add_argument("--set", dest="problem_set", metavar="SET",
+                    help="deepbench: DeepBench's train (default) or infer problem list")
+    rp.add_argument("--shapes", dest="shape_set", metavar="SHAPES",
+                    help="deepbench: quick (a subset of each list, default) or full")
     rp.add_argument("--bytes", type=positive_int, metavar="N",
                     help="membw: bytes per array")
     rp.add_argument("--prompt-len", type=positive_int, metavar="N",
@@ -119,6 +125,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     rp.add_argument("--profile", action="store_true",
                     help="a short extra pass under torch.profiler after the timed run: "
                     "prints the top ops and writes a Chrome trace next to the results")
+    rp.add_argument("--nvtx", action="store_true",
+                    help="mark the warm-up, the timed loop and each step with NVTX ranges "
+                    "(CUDA), for `nsys profile gputui bench run ...`")
     rp.add_argument("--timeout", type=positive_float, metavar="S",
                     help="stop the worker after S seconds (default 1800)")
     rp.add_argument("--json", action="store_true",
@@ -152,6 +161,9 @@ def add_parser(sub: argparse._SubParsersAction, summary: str) -> None:
     from gputui.commands import bench_tables  # `bench peaks`, `bench references`
 
     bench_tables.add_parsers(bs)
+    from gputui.commands import bench_suite  # `bench suite ...`
+
+    bench_suite.add_parser(bs)
 
 
 def _mnk(text: str) -> list[int]:
@@ -229,7 +241,7 @@ def _non_negative_int(text: str) -> int:
 def _no_action(args: argparse.Namespace) -> int:
     args.bench_parser.print_usage(sys.stderr)
     raise UsageError("choose a bench command: list, run, history, show, compare, export, "
-                     "peaks, references")
+                     "peaks, references, suite")
 
 
 def _console(stderr: bool = False) -> Console:
@@ -316,6 +328,10 @@ def run_bench(args: argparse.Namespace) -> int:
         precision=_precision(args),
         data=args.data,
         shapes=args.shape,
+        op=args.op,
+        problem_set=args.problem_set,
+        shape_set=args.shape_set,
+        nvtx=args.nvtx,
         params=_probe_params(args),
         batch_size=args.batch_size,
         steps=args.steps,

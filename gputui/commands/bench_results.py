@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from gputui.bench.compare import MetricRow
     from gputui.bench.result import Result
 
 
@@ -169,6 +170,8 @@ def run_compare(args: argparse.Namespace) -> int:
         style = {"b": "green", "a": "red"}.get(m.better or "", "")
         metrics.add_row(m.name, fmt(m.a), fmt(m.b), f"[{style}]{ratio}[/]" if style else ratio)
     console.print(metrics)
+    if cmp.shapes:
+        console.print(_shapes_table(cmp.shapes))
     for name, r in (("A", a), ("B", b)):
         if throttled_mark(r):
             console.print(f"[red]{name} {no_markup(throttled_mark(r))} of its timed window: "
@@ -192,6 +195,24 @@ def run_compare(args: argparse.Namespace) -> int:
     if differing:
         console.print(f"[yellow]settings differ: {', '.join(differing)}[/]")
     return 0
+
+
+def _shapes_table(rows: list[MetricRow]) -> Table:
+    """Two deepbench results shape by shape: B/A of each shape's figure."""
+    from rich.table import Table
+
+    table = Table(title="DeepBench shapes (B/A > 1: B faster)")
+    table.add_column("shape", style="bold")
+    table.add_column("A", justify="right")
+    table.add_column("B", justify="right")
+    table.add_column("B/A", justify="right")
+    for m in rows:
+        style = {"b": "green", "a": "red"}.get(m.better or "", "")
+        ratio = fmt_ratio(m.ratio)
+        table.add_row(no_markup(m.name), *(f"{fmt_num(v)} {no_markup(m.unit)}"
+                                           if v is not None else "N/A" for v in (m.a, m.b)),
+                      f"[{style}]{ratio}[/]" if style else ratio)
+    return table
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -60,6 +60,10 @@ def failure_line(r: Result, show_tail: bool = False) -> str:
 def print_summary(console: Console, r: Result) -> None:
     """The summary table, then (after --profile) the top ops and the trace's path."""
     console.print(summary_table(r))
+    from gputui.commands.deepbench_view import deepbench_tables
+
+    for table in deepbench_tables(r):
+        console.print(table)
     profile = profile_table(r)
     if profile is not None:
         console.print(profile)

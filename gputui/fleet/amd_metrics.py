@@ -9,7 +9,7 @@ not have is absent, never 0, and a GPU whose reading is not current serves none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -56,41 +56,44 @@ def amd_labels(g: GpuSample, amd_index: int, host: str) -> list[str]:
 
 
 def amd_metrics(gpus: Sequence[GpuSample], current: set[int], host: str,
-                hostname_label: str = mn.HOSTNAME_LABEL) -> Iterator[Metric]:
+                hostname_label: str = mn.HOSTNAME_LABEL,
+                pods: Mapping[int, Mapping[str, str]] | None = None) -> Iterator[Metric]:
     """The AMD families for the AMD GPUs among `gpus`; values only for those whose index
-    is in `current` (not lost, not stale)."""
+    is in `current` (not lost, not stale). `pods`: by GPU index, the `pod`, `namespace`
+    and `container` labels of a GPU one pod has to itself (AMD's exporter labels its
+    series with them too, under Kubernetes)."""
     amd = [g for g in gpus if g.info.vendor == "amd"]
     if not amd:
         return
     names = [hostname_label if n == mn.HOSTNAME_LABEL else n for n in mn.AMD_LABELS]
-    rows = [(g, amd_labels(g, i, host)) for i, g in enumerate(amd) if g.index in current]
+    rows = [(g, {**dict(zip(names, amd_labels(g, i, host), strict=True)),
+                 **(pods or {}).get(g.index, {})})
+            for i, g in enumerate(amd) if g.index in current]
     nodes = GaugeMetricFamily(mn.AMD_NODES_TOTAL, "Number of GPU nodes on the machine.",
                               labels=[hostname_label])
     nodes.add_metric([host], float(len(amd)))
     yield nodes
     for spec in AMD_VALUES:
-        fam = GaugeMetricFamily(spec.field.name, spec.field.help, labels=names)
+        fam = Metric(spec.field.name, spec.field.help, "gauge")
         for g, labels in rows:
             v = spec.get(g)
             if v is not None:
-                fam.add_metric(labels, float(spec.field.unit.to_dcgm(v)))
+                fam.add_sample(spec.field.name, labels, float(spec.field.unit.to_dcgm(v)))
         if fam.samples:
             yield fam
-    clock = GaugeMetricFamily(mn.AMD_CLOCK, "Clock measure of the GPU in Mhz.",
-                              labels=[*names, "clock_type"])
+    clock = Metric(mn.AMD_CLOCK, "Clock measure of the GPU in Mhz.", "gauge")
     for g, labels in rows:
         for clock_type, attr in mn.AMD_CLOCK_TYPES:
             v = getattr(g, attr)
             if v is not None:
-                clock.add_metric([*labels, clock_type], float(v))
+                clock.add_sample(mn.AMD_CLOCK, {**labels, "clock_type": clock_type}, float(v))
     if clock.samples:
         yield clock
-    mask = GaugeMetricFamily(mn.AMD_THROTTLE_MASK, "Current throttle reasons (bitmask of "
-                             "gputui's reasons; gputui_throttle_seconds_total names them).",
-                             labels=names)
+    mask = Metric(mn.AMD_THROTTLE_MASK, "Current throttle reasons (bitmask of gputui's "
+                  "reasons; gputui_throttle_seconds_total names them).", "gauge")
     for g, labels in rows:
         if g.throttle_mask is not None:
-            mask.add_metric(labels, float(g.throttle_mask))
+            mask.add_sample(mn.AMD_THROTTLE_MASK, labels, float(g.throttle_mask))
     if mask.samples:
         yield mask
     for name, doc, gen in (
@@ -98,10 +101,10 @@ def amd_metrics(gpus: Sequence[GpuSample], current: set[int], host: str,
         (mn.AMD_PCIE_MAX_SPEED, "Maximum capable pcie speed in GT/s.",
          lambda g: g.info.pcie_gen_max),
     ):
-        fam = GaugeMetricFamily(name, doc, labels=names)
+        fam = Metric(name, doc, "gauge")
         for g, labels in rows:
             speed = mn.PCIE_GT_PER_S.get(gen(g) or 0)
             if speed is not None:
-                fam.add_metric(labels, speed)
+                fam.add_sample(name, labels, speed)
         if fam.samples:
             yield fam

@@ -304,9 +304,10 @@ class SnapshotCollector(Collector):
             # old ones (gputui_gpu_stale says so). AMD GPUs are served under AMD's names.
             if not g.lost and not is_stale:
                 current.append(g)
-        yield from amd_metrics(snap.gpus, {g.index for g in current}, host, self._host_label)
-        current = [g for g in current if g.info.vendor == "nvidia"]
         owners = gpu_owners(snap.processes)
+        yield from amd_metrics(snap.gpus, {g.index for g in current}, host, self._host_label,
+                               {i: pod_labels(o) for i, o in owners.items()})
+        current = [g for g in current if g.info.vendor == "nvidia"]
         for spec in DCGM_VALUES:
             f = spec.field
             fam = Metric(f.name, f.help, f.type)

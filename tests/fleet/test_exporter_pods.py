@@ -12,7 +12,7 @@ from prometheus_client.registry import CollectorRegistry
 from gputui.fleet.exporter import SnapshotCollector, ThrottleAccounting
 from gputui.fleet.exposition import render
 from gputui.telemetry.model import GpuProcess, JobReading, Snapshot
-from tests.factories import gpu, snapshot
+from tests.factories import device, gpu, snapshot
 from tests.fleet.conftest import parse_page, value
 
 
@@ -75,3 +75,17 @@ def test_hostile_pod_names_stay_one_label_value() -> None:
     page = parse_page(page_text)
     assert value(page, "DCGM_FI_DEV_GPU_TEMP", gpu="0", pod=evil) == 60.0
     assert not any(("gpu", "9") in ls for (_n, ls) in page)
+
+
+def test_an_amd_gpu_one_pod_has_to_itself_carries_its_labels_under_amds_names() -> None:
+    amd = [gpu(i, info=device(i, name="AMD Instinct MI300X", vendor="amd",
+                              uuid=f"AMD-{i:016x}"), clock_sm_mhz=2100) for i in (0, 1)]
+    procs = (in_pod(1, 0, "vllm-0"), GpuProcess(1, 5, 2**20, user="root"))
+    page = parse_page(serve(snapshot(0, amd, processes=procs, mono=time.monotonic())))
+    assert value(page, "gpu_package_power", gpu="0", pod="vllm-0", namespace="ml",
+                 container="trainer") == 250.0
+    assert value(page, "gpu_clock", gpu="0", pod="vllm-0", clock_type="system") \
+        == 2100.0
+    labels = next(dict(ls) for (n, ls), _v in page.items()
+                  if n == "gpu_package_power" and ("gpu", "1") in ls)
+    assert "pod" not in labels and "namespace" not in labels

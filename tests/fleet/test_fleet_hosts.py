@@ -237,6 +237,9 @@ async def test_the_view_drills_down_filters_and_sends_only_per_host_queries(
         assert "GpuLost" in lost_line  # the firing alert, on its host's row
         assert "2 HW thermal slowdown" in hosts.line_text(3)
         # The last hour's utilisation (Prometheus holds seconds of it: the last step).
+        # The hour's history comes with the read after the first (the first is quick).
+        await _until(pilot, lambda: all(s.history_mean_pct is not None
+                                        for s in hosts.rows if s.name == "node-00"))
         node = next(i for i, s in enumerate(hosts.rows) if s.name == "node-00")
         mean = hosts.rows[node].util_mean_pct
         assert mean is not None and hosts.rows[node].history_mean_pct == pytest.approx(mean)

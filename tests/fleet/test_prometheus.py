@@ -111,8 +111,15 @@ def test_unreachable_prometheus_is_exit_1(cli: CliRunner) -> None:
 async def test_fleet_app_over_prometheus(prom: PromSetup) -> None:
     app = FleetApp(PrometheusPoller(prom.url, interval=0.5), interval=0.5)
     async with app.run_test(size=(180, 40)) as pilot:
+        # The first read comes as soon as it can, without Prometheus' reasons for the
+        # failing targets (each shows "down" until then); the next read names them.
+        def settled() -> bool:
+            snap = app.snapshot
+            return snap is not None and any(h.target == prom.garbage
+                                            and h.state is HostState.ERROR
+                                            for h in snap.summaries)
         for _ in range(200):
-            if app.snapshot is not None:
+            if settled():
                 break
             await pilot.pause(0.1)
         snap = app.snapshot

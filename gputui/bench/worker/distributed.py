@@ -268,11 +268,16 @@ def rank_main(rank: int, world: int, port: int, backend: str, req: RunRequest,
             if reports:
                 q.put(("event", ev))
 
+        from gputui.bench.worker import nvtx
+
+        nvtx.configure(req.nvtx, dev.type)
         n_warm = int(req.warmup)
-        for i in range(n_warm):
-            step(i)
-            emit(events.Warmup(i + 1, n_warm))
-        sync(dev)
+        with nvtx.span("warmup"):
+            for i in range(n_warm):
+                with nvtx.span(f"warmup step {i}"):
+                    step(i)
+                emit(events.Warmup(i + 1, n_warm))
+            sync(dev)
         reset_peak(dev)
         from gputui.bench.worker.energy import EnergyMeter, NvmlLink
 

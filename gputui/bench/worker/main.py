@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(request.threads)
         device = resolve_device(request)
         request = request.resolved(device.type)
+        from gputui.bench.worker import nvtx
+
+        nvtx.configure(request.nvtx, device.type)
         check_precision(device, request.precision)
         from gputui.bench.worker.energy import NvmlLink
         from gputui.bench.worker.kinds import run as run_kind

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.bench import events, peaks, stats
 from gputui.bench.result import ResultBuilder
+from gputui.bench.worker import nvtx
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.memory import PeakRss
 
@@ -85,11 +86,14 @@ def do_warmup(ctx: Ctx, step: Callable[[int], None], n: int) -> None:
         n = 1
         ctx.result.settings["warmup"] = n
 
-    for i in range(n):
-        ctx.checkpoint()
-        step(i)
-        ctx.emit(events.Warmup(i + 1, n))
-    sync(ctx.device)
+    with nvtx.span("warmup"):
+        for i in range(n):
+            ctx.checkpoint()
+            nvtx.push(f"warmup step {i}")
+            step(i)
+            nvtx.pop()
+            ctx.emit(events.Warmup(i + 1, n))
+        sync(ctx.device)
 
 
 def hooked(ctx: Ctx, step: Callable[[int], None], at: int) -> Callable[[int], None]:
@@ -153,8 +157,9 @@ def measure_phases(ctx: Ctx, step: Any, n: int) -> dict[str, float]:
     from gputui.bench.worker.timing import PhaseTimer
 
     timer = PhaseTimer(ctx.device)
-    for i in range(n):
-        step.instrumented(i, timer)
+    with nvtx.span("phase split"):
+        for i in range(n):
+            step.instrumented(i, timer)
     phases = timer.medians()
     out = {k: phases.get(k, 0.0) for k in events.PHASES}
     out["total"] = sum(out.values())
@@ -167,8 +172,10 @@ def maybe_profile(ctx: Ctx, step: Callable[[int], None]) -> None:
     from gputui.bench.worker.profiling import profile_steps
 
     n = 5 if ctx.device.type == "cuda" else 2
-    profile = profile_steps(step, ctx.device, steps=n, out_dir=ctx.request.profile_dir,
-                            name=f"{ctx.request.benchmark}-{ctx.request.model}")
+    with nvtx.span("profiler pass"):
+        profile = profile_steps(step, ctx.device, steps=n,
+                                out_dir=ctx.request.profile_dir,
+                                name=f"{ctx.request.benchmark}-{ctx.request.model}")
     ctx.result.extra = replace(ctx.result.extra, profile=profile)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from gputui.bench.stats import percentile
+from gputui.bench.worker import nvtx
 
 
 def sync(device: torch.device) -> None:
@@ -113,6 +114,16 @@ def timed_loop(
     make_progress: Callable[..., Any] | None = None,
 ) -> LoopStats:
     """Run `step(i)` until `steps` or `duration_s`; sync only at window ends."""
+    with nvtx.span("timed loop"):
+        return _timed_loop(step, device, samples_per_step, steps, duration_s, unit, emit,
+                           should_stop, window_target_s, window_hook, make_progress)
+
+
+def _timed_loop(step: Callable[[int], None], device: torch.device, samples_per_step: int,
+                steps: int | None, duration_s: float | None, unit: str,
+                emit: Callable[[Any], None] | None, should_stop: Callable[[], bool],
+                window_target_s: float, window_hook: WindowHook | None,
+                make_progress: Callable[..., Any] | None) -> LoopStats:
     stats = LoopStats()
     clock = StepClock(device)
     window_steps = 1  # first window is one step: it sizes the next ones
@@ -123,7 +134,9 @@ def timed_loop(
     in_window = 0
     i = 0
     while True:
+        nvtx.push(f"step {i}")
         step(i)
+        nvtx.pop()
         clock.mark()
         i += 1
         in_window += 1
@@ -179,6 +192,15 @@ def latency_loop(
     `step_ms` holds the per-request latencies. The sync after each request is part of the
     measurement here, not a disturbance: a request is done when its result is ready.
     """
+    with nvtx.span("timed loop (single-stream)"):
+        return _latency_loop(request, device, steps, duration_s, emit, make_progress, unit,
+                             samples_per_request, should_stop)
+
+
+def _latency_loop(request: Callable[[int], None], device: torch.device, steps: int | None,
+                  duration_s: float | None, emit: Callable[[Any], None] | None,
+                  make_progress: Callable[..., Any] | None, unit: str,
+                  samples_per_request: int, should_stop: Callable[[], bool]) -> LoopStats:
     stats = LoopStats()
     t_start = time.perf_counter()
     t_last = t_start
@@ -186,8 +208,10 @@ def latency_loop(
     i = 0
     while True:
         t0 = time.perf_counter()
+        nvtx.push(f"request {i}")
         request(i)
         sync(device)
+        nvtx.pop()
         t1 = time.perf_counter()
         stats.step_ms.append((t1 - t0) * 1000.0)
         i += 1

@@ -23,10 +23,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from gputui.bench.catalog import SEGMENTATION_MODELS
 from gputui.bench.request import RunRequest
 from gputui.bench.worker.timing import PhaseTimer
 
 DATA_MODES: tuple[str, ...] = ("device", "host")
+SEGMENTATION_CLASSES = 21
 HOST_POOL = 4  # distinct host batches cycled through, so caches do not see one batch only
 DEVICE_POOL = 2  # device batches are far larger than any L2: two are enough to alternate
 
@@ -89,9 +91,18 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
 def build_cnn(name: str, image_size: int, num_classes: int = 1000) -> nn.Module:
     import torchvision.models as tvm
 
+    if name in SEGMENTATION_MODELS:
+        # Pascal VOC's 21 classes, as torchvision's segmentation models default to.
+        return tvm.segmentation.lraspp_mobilenet_v3_large(
+            weights=None, weights_backbone=None, num_classes=SEGMENTATION_CLASSES)
     if name == "vit_b_16":
         # ViT's position embedding is sized for the image; torchvision takes image_size.
         return tvm.vit_b_16(weights=None, image_size=image_size, num_classes=num_classes)
+    if name == "vit_ti_16":
+        # ViT-Tiny/16 as DeiT defines it; torchvision builds it but names no function.
+        return tvm.VisionTransformer(image_size=image_size, patch_size=16, num_layers=12,
+                                     num_heads=3, hidden_dim=192, mlp_dim=768,
+                                     num_classes=num_classes)
     builders: dict[str, Callable[..., nn.Module]] = {
         "resnet18": tvm.resnet18,
         "resnet50": tvm.resnet50,
@@ -167,17 +178,19 @@ def host_tensor(t: torch.Tensor, device: torch.device) -> torch.Tensor:
 def image_batches(
     batch: int, image_size: int, classes: int, where: torch.device, channels_last: bool,
     gen: torch.Generator, *, n: int = HOST_POOL, dtype: torch.dtype = torch.float32,
-    pin_for: torch.device | None = None,
+    pin_for: torch.device | None = None, dense: bool = False,
 ) -> list[Batch]:
     """`n` batches of Gaussian images made on `where` (host batches pinned for a CUDA
-    `pin_for`), NHWC strides when the model runs channels_last."""
+    `pin_for`), NHWC strides when the model runs channels_last; `dense`: one label per
+    pixel (segmentation), else one per image."""
     out = []
     for _ in range(n):
         x = torch.randn(batch, 3, image_size, image_size, generator=gen, device=where,
                         dtype=dtype)
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        y = torch.randint(0, classes, (batch,), generator=gen, device=where)
+        labels = (batch, image_size, image_size) if dense else (batch,)
+        y = torch.randint(0, classes, labels, generator=gen, device=where)
         if pin_for is not None:
             x, y = host_tensor(x, pin_for), host_tensor(y, pin_for)
         out.append((x, y))
@@ -328,10 +341,13 @@ def make_workload(req: RunRequest, device: torch.device, batch: int,
         if req.channels_last:
             model = model.to(memory_format=torch.channels_last)
         dtype = input_dtype(req.precision)
-        batches = image_batches(batch, size, 1000, where, req.channels_last, gen, n=n,
-                                dtype=dtype, pin_for=pin_for)
+        dense = req.model in SEGMENTATION_MODELS
+        classes = SEGMENTATION_CLASSES if dense else 1000
+        batches = image_batches(batch, size, classes, where, req.channels_last, gen, n=n,
+                                dtype=dtype, pin_for=pin_for, dense=dense)
         wl = Workload(model=model, batches=batches, samples_per_step=batch,
-                      shapes={"input": [batch, 3, size, size], "classes": 1000}, data=mode)
+                      shapes={"input": [batch, 3, size, size], "classes": classes,
+                              **({"labels": "per pixel"} if dense else {})}, data=mode)
     ahead = req.mode != "latency"
     if on_host:
         wl.feed = HostFeed(batches, device, ahead=ahead)
@@ -399,6 +415,8 @@ class TrainStep:
     def _loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with autocast(self.device, self.precision):
             out = self.forward_module(x)
+            if isinstance(out, dict):  # torchvision segmentation: per-pixel logits in "out"
+                out = out["out"]
             if self.w.is_lm:
                 return self.loss_fn(out.reshape(-1, out.shape[-1]).float(), y.reshape(-1))
             return self.loss_fn(out.float(), y)

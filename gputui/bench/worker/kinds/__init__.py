@@ -31,6 +31,7 @@ MODULES: dict[str, str] = {
     "matmul": "matmul", "membw": "membw",
     "p2p": "interconnect", "allreduce": "interconnect",
     "lm-train": "lm_train", "lm-infer": "lm_infer", "attention": "attention",
+    "deepbench": "deepbench",
 }
 
 

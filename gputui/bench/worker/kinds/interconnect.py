@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from gputui.bench import events, stats
 from gputui.bench.kind_extras import P2pExtra
+from gputui.bench.worker import nvtx
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.errors import UsageError
@@ -45,13 +46,20 @@ def _timed(ctx: Ctx, op: Callable[[], None], devices: list[torch.device]) -> tup
         for d in devices:
             torch.cuda.synchronize(d)
 
-    for _ in range(int(ctx.request.warmup or 1)):
-        op()
-    sync()
+    with nvtx.span("warmup"):
+        for _ in range(int(ctx.request.warmup or 1)):
+            op()
+        sync()
+    with nvtx.span("timed loop"):
+        return _loop(ctx, op, sync)
+
+
+def _loop(ctx: Ctx, op: Callable[[], None], sync: Callable[[], None]) -> tuple[int, float]:
     steps, duration = ctx.request.steps, ctx.request.duration_s
     done, t0 = 0, time.perf_counter()
     while True:
-        op()
+        with nvtx.span(f"step {done}"):
+            op()
         done += 1
         if done % SYNC_EVERY == 0 or (steps and done >= steps):
             sync()

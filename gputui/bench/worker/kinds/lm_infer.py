@@ -24,6 +24,7 @@ from typing import Any
 from gputui.bench import events, flops, llm_metrics
 from gputui.bench.kind_extras import LmInferExtra
 from gputui.bench.lm_shapes import LMShape, shape_of
+from gputui.bench.worker import nvtx
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.failures import is_oom
 from gputui.bench.worker.kinds import register
@@ -114,11 +115,13 @@ def run_requests(ctx: Ctx, g: Generator, warmup: int, steps: int | None,
     times; (loop stats, token gaps per request of every trial)."""
     from gputui.bench.worker.timing import StepClock, latency_loop, repeat_trials, sync
 
-    for i in range(warmup):
-        ctx.checkpoint()
-        g.request(lambda: None)
-        ctx.emit(events.Warmup(i + 1, warmup))
-    sync(ctx.device)
+    with nvtx.span("warmup"):
+        for i in range(warmup):
+            ctx.checkpoint()
+            with nvtx.span(f"warmup request {i}"):
+                g.request(lambda: None)
+            ctx.emit(events.Warmup(i + 1, warmup))
+        sync(ctx.device)
     reset_peak(ctx.device)
     timed_start()
     gaps: list[list[float]] = []

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from gputui.bench import events, stats
 from gputui.bench.kind_extras import AccuracyExtra
+from gputui.bench.worker import nvtx
 from gputui.bench.worker.context import Ctx
 from gputui.bench.worker.kinds import register
 from gputui.bench.worker.measure import peak_memory
@@ -90,12 +91,14 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
         spare = copy.deepcopy(student)
         spare_opt, spare_scaler = make_opt(spare), make_scaler()
         warm_gen = torch.Generator(device=dev).manual_seed(req.seed + 2)
-        for i in range(n_warm):
-            ctx.checkpoint()
-            train_step(spare, spare_opt, spare_scaler,
-                       synthetic_images(b, size, dev, warm_gen, channels_last))
-            ctx.emit(events.Warmup(i + 1, n_warm))
-        accuracy_of(spare)
+        with nvtx.span("warmup"):
+            for i in range(n_warm):
+                ctx.checkpoint()
+                with nvtx.span(f"warmup step {i}"):
+                    train_step(spare, spare_opt, spare_scaler,
+                               synthetic_images(b, size, dev, warm_gen, channels_last))
+                ctx.emit(events.Warmup(i + 1, n_warm))
+            accuracy_of(spare)
         del spare, spare_opt, spare_scaler
     sync(dev)
     setup_s = time.perf_counter() - t_setup
@@ -147,8 +150,9 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
             if bound is not None:
                 break
             chunk += 1
-            train_step(student, opt, scaler, synthetic_images(b, size, dev, gen,
-                                                              channels_last))
+            with nvtx.span(f"step {step}"):
+                train_step(student, opt, scaler, synthetic_images(b, size, dev, gen,
+                                                                  channels_last))
             step += 1
         if chunk == 0:
             break
@@ -156,7 +160,8 @@ def run_train_to_accuracy(ctx: Ctx) -> None:
         t1 = time.perf_counter()
         train_s += t1 - t0
         chunk_rates.append(chunk * b / (t1 - t0))
-        acc = accuracy()  # the .item() here is the sync every eval_every steps
+        with nvtx.span("evaluation"):
+            acc = accuracy()  # the .item() here is the sync every eval_every steps
         eval_s += time.perf_counter() - t1
         curve.append((step, round(acc, 4)))
         now = time.perf_counter()
