@@ -3,9 +3,11 @@
 same fake GPUs (tests/fakenvml, 4 GPUs by default) in a 120×40 pane; each run is timed
 from exec'ing the program (a gated tmux pane: the clock starts when the program does)
 until the first GPU line (the GPU's name) reaches the pane (`tmux pipe-pane`). Median of `--rounds`.
+Each program runs at its defaults; each GPU has `--procs-per-gpu` (2) real idle processes
+of this user (as benchmarks/tui_perf.py starts them; 0: none).
 
     python benchmarks/first_frame.py [--rounds 5] [--gpus 4] [--size 120x40]
-                                     [--compare PATH] [--json]
+                                     [--procs-per-gpu 2] [--compare PATH] [--json]
 
 The gputui measured is this checkout's. `--compare PATH` adds another gputui source tree
 (before/after figures). Each tree is installed as a user's `pip install .` installs it
@@ -37,6 +39,7 @@ for path in (ROOT, ROOT / "benchmarks"):
 from tui_perf import (  # noqa: E402
     Program,
     SetupError,
+    gpu_processes,
     gputui_program,
     nvitop_program,
     program_base_env,
@@ -66,7 +69,7 @@ def first_frame_s(program: Program, scenario: Path, width: int, height: int) -> 
             t0 = time.monotonic()
             marker = GPU_LINE.encode()
             took = None
-            while took is None and time.monotonic() - t0 < 60:
+            while took is None and time.monotonic() - t0 < 30:
                 try:
                     if marker in pipe_file.read_bytes():
                         took = time.monotonic() - t0
@@ -75,7 +78,7 @@ def first_frame_s(program: Program, scenario: Path, width: int, height: int) -> 
                 time.sleep(0.002)
             pid = s.pid
             if took is None:
-                raise RuntimeError(f"{program.label}: no {GPU_LINE!r} on screen after 60 s: "
+                raise RuntimeError(f"{program.label}: no {GPU_LINE!r} on screen after 30 s: "
                                    + s.capture()[-300:])
         # The next run starts once this program is gone: on two cores, one still busy
         # with its start-up (or its exit) would slow the next one down.
@@ -91,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="runs of each program (5)")
     ap.add_argument("--gpus", type=int, default=4, help="fake GPUs (4)")
     ap.add_argument("--size", default="120x40", help="pane size, WIDTHxHEIGHT (120x40)")
+    ap.add_argument("--procs-per-gpu", type=int, default=2,
+                    help="real idle processes per GPU (2)")
     ap.add_argument("--compare", metavar="PATH", help="another gputui source tree")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
@@ -99,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         print(f"gputui: --size must be WIDTHxHEIGHT, not {args.size!r}", file=sys.stderr)
         return 2
-    if args.rounds < 1 or args.gpus < 1:
-        print("gputui: --rounds and --gpus must be at least 1", file=sys.stderr)
+    if args.rounds < 1 or args.gpus < 1 or not 0 <= args.procs_per_gpu <= 8:
+        print("gputui: --rounds and --gpus must be at least 1, --procs-per-gpu 0-8",
+              file=sys.stderr)
         return 2
     if not tmux_available():
         print("gputui: first_frame needs tmux", file=sys.stderr)
@@ -108,18 +114,32 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # This checkout's package, not whichever one the venv's `gputui` script imports
         # (an editable install may point at another checkout).
-        programs = [gputui_program(1.0, ROOT), nvitop_program(1.0)]
+        programs = [gputui_program(None, ROOT), nvitop_program(None)]
         if args.compare:
-            programs.insert(1, gputui_program(1.0, Path(args.compare)))
+            programs.insert(1, gputui_program(None, Path(args.compare)))
     except SetupError as exc:
         print(f"gputui: {exc}", file=sys.stderr)
         return 1
-    with tempfile.TemporaryDirectory(prefix="gputui-first-frame-") as tmp:
-        scenario = write_scenario(Path(tmp) / "gpus.conf", {"device_count": args.gpus})
+    with (tempfile.TemporaryDirectory(prefix="gputui-first-frame-") as tmp,
+          gpu_processes(args.gpus, args.procs_per_gpu) as pids):
+        procs = {f"gpu.{k}.processes": {pid: 2**30 >> r for r, pid in enumerate(row)}
+                 for k, row in enumerate(pids) if row}
+        scenario = write_scenario(Path(tmp) / "gpus.conf", {"device_count": args.gpus, **procs})
         times: dict[str, list[float]] = {p.label: [] for p in programs}
+        skipped: list[str] = []
         for _ in range(args.rounds):
-            for program in programs:  # alternately: load drifts hit every program alike
-                times[program.label].append(first_frame_s(program, scenario, width, height))
+            took: dict[str, float] = {}
+            try:
+                for program in programs:  # alternately: load drifts hit every program alike
+                    took[program.label] = first_frame_s(program, scenario, width, height)
+            except RuntimeError as exc:  # a program never drew its line: the round is out
+                skipped.append(str(exc).splitlines()[0][:120])
+                continue
+            for label, t in took.items():
+                times[label].append(t)
+    if not times[programs[0].label]:
+        print(f"gputui: first_frame: every round failed: {skipped[0]}", file=sys.stderr)
+        return 1
     medians = {label: statistics.median(ts) for label, ts in times.items()}
     # Each round's ratio to nvitop's run beside it: the VM's speed drifts within a minute,
     # and a ratio of two runs seconds apart carries less of that drift than two medians.
@@ -128,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
               for label, ts in times.items() if label != programs[-1].label}
     if args.json:
         print(json.dumps({"size": args.size, "gpus": args.gpus, "rounds": args.rounds,
+                          "procs_per_gpu": args.procs_per_gpu, "skipped": skipped,
                           "median_s": medians, "median_ratio_to_nvitop": ratios,
                           "runs_s": times}, indent=2))
         return 0
@@ -135,8 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         runs = " ".join(f"{t:.3f}" for t in ts)
         ratio = f"  ×{ratios[label]:.2f} nvitop (median of rounds)" if label in ratios else ""
         print(f"{label:<24} median {medians[label]:.3f} s{ratio}   runs {runs}")
-    print(f"({args.gpus} fake GPUs, {width}x{height}, until the first GPU line is on screen; "
+    print(f"({args.gpus} fake GPUs, {args.procs_per_gpu} processes each, {width}x{height}, "
+          "each at its defaults, until the first GPU line is on screen; "
           f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
+    for why in skipped:
+        print(f"(a round left out: {why})")
     return 0
 
 

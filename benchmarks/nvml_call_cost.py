@@ -5,6 +5,9 @@ Runs NvmlSource in-process against the fake libnvidia-ml.so.1 on one Hopper-like
 (GPM, NVLink, memory sensor, two processes with utilisation samples), the fake clock
 moving 200 ms per read so that every sampled read has new samples, and reports the
 process CPU time per call of each read and of a whole per-GPU tick with each field set.
+First it measures the fake library's own cost per call (its lock, call counter and
+clock: what a monitor measured against the fake pays and a real driver does not), as
+the time of a direct ctypes call into it less that of a ctypes call into libc's `labs`.
 
     python benchmarks/nvml_call_cost.py [--reads 2000]
 """
@@ -12,6 +15,8 @@ process CPU time per call of each read and of a whole per-GPU tick with each fie
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import os
 import sys
 import tempfile
@@ -50,6 +55,26 @@ def per_call_us(fake: FakeNvml, fn: Callable[[], object], reads: int) -> float:
     return (time.process_time() - c0) / reads * 1e6
 
 
+def fake_call_ns(fake: FakeNvml, calls: int = 200_000) -> float:
+    """ns of CPU the fake library itself spends per call (see the module's docstring)."""
+    lib = ctypes.CDLL(str(fake.lib_info.inproc_path))
+    handle = ctypes.c_void_p()
+    if lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
+        raise RuntimeError("the fake library has no GPU 0 open")
+    temp = ctypes.c_uint()
+    read = lib.nvmlDeviceGetTemperature
+    labs = ctypes.CDLL(ctypes.util.find_library("c")).labs
+    args = (handle, 0, ctypes.byref(temp))
+
+    def per_call(fn: Callable[..., object], *a: object) -> float:
+        c0 = time.process_time()
+        for _ in range(calls):
+            fn(*a)
+        return (time.process_time() - c0) / calls * 1e9
+
+    return min(per_call(read, *args) - per_call(labs, 3) for _ in range(3))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reads", type=int, default=2000)
@@ -58,6 +83,11 @@ def main() -> None:
         fake = FakeNvml(build_library(), Path(tmp))
         try:
             fake.use(SCENARIO, frozen_time=1.0)
+            pynvml.nvmlInit()
+            ns = fake_call_ns(fake)
+            pynvml.nvmlShutdown()
+            print(f"the fake library's own cost: {ns:.0f} ns of CPU per call "
+                  f"({ns * 500 / 1e3:.0f} µs a second at 500 calls/s)")
             base = per_call_us(fake, lambda: None, args.reads)  # moving the fake clock
             print(f"one Hopper-like fake GPU, {args.reads} reads; µs of CPU per call "
                   f"(fake clock step {base:.1f} µs subtracted)")

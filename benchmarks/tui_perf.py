@@ -3,8 +3,8 @@
 optionally side by side with nvitop (or another gputui checkout) in the same setup.
 
 Runs the real `gputui` in a 160×50 tmux pane (`--size`) against the fake NVML library
-(tests/fakenvml, scenario eight_gpus.conf; `--gpus N` repeats its GPUs up to N) at 1 Hz
-for 20 s and measures:
+(tests/fakenvml, scenario eight_gpus.conf; `--gpus N` repeats its GPUs up to N) at its
+default interval (`--interval` sets one for every program) for 20 s and measures:
 
 - first frame: from exec'ing the program until `capture-pane` shows a GPU name;
 - the measured window starts `--settle` seconds (5) after the first frame: start-up and
@@ -19,17 +19,26 @@ for 20 s and measures:
   so the program is quit with `q`) over the whole run from start to `q`, start-up
   included.
 
-`--compare nvitop` runs nvitop 1.7.2 (`nvitop --monitor auto --interval 1`) the same
+GPU processes: each GPU runs `--procs-per-gpu` (2) real processes — idle `sleep`s of this
+user, started for the run and killed at its end, named `train-gpuK-rankR` in their
+command line — whose PIDs the scenario gives the fake GPUs, so that each monitor looks
+their user, name, command, CPU % and memory up through psutil as on a real box.
+`--procs-per-gpu 0` keeps the scenario's own process (one per GPU, a PID that is not
+running: what the script measured before it started real ones).
+
+`--compare nvitop` runs nvitop 1.7.2 (`nvitop --monitor auto`, at its default intervals:
+devices read every 1 s, processes every 2 s, the screen redrawn every 0.2 s) the same
 way, against the same fake GPUs, measured identically. It is installed from PyPI once
 into build/tui-perf-nvitop/ (a venv of its own, ignored by git) and reused.
 `--compare PATH` runs another gputui source tree (e.g. `git worktree add`), for
-before/after figures. Each gputui tree is installed as `pip install .` installs it, into
+before/after figures; `--compare` may be given more than once (a tree and nvitop).
+Each gputui tree is installed as `pip install .` installs it, into
 a venv of its own under build/tui-perf-gputui/ (see `gputui_program`). `--rounds N`
 alternates the two N times and reports each metric's median (the machine is shared and
 noisy).
 
-    python benchmarks/tui_perf.py [--duration 20] [--interval 1] [--compare nvitop|PATH]
-                                  [--rounds 3] [--json] [--strict]
+    python benchmarks/tui_perf.py [--duration 20] [--interval S] [--compare nvitop|PATH]...
+                                  [--procs-per-gpu 2] [--rounds 3] [--json] [--strict]
 
 Needs tmux and gcc (the fake library is built with the test harness). Not a test:
 numbers depend on the machine and its load, which is printed alongside.
@@ -48,6 +57,8 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,7 +116,7 @@ def _vm_hwm_bytes(pid: int) -> int | None:
     return None
 
 
-def nvitop_program(interval: float) -> Program:
+def nvitop_program(interval: float | None = None) -> Program:
     """nvitop from its own venv, created (once) with this interpreter and pip."""
     exe = NVITOP_VENV / "bin" / "nvitop"
     if not exe.is_file():
@@ -123,16 +134,17 @@ def nvitop_program(interval: float) -> Program:
                              f"{last}") from exc
         if not exe.is_file():
             raise SetupError(f"nvitop was installed but {exe} is missing")
-    # --interval 1: nvitop's process panel refreshes at interval/3 and its device and
-    # host panels every 0.5 s (its defaults), its screen loop every 0.2 s.
+    # Its defaults (no --interval): devices read every 1 s, processes every 2 s (each
+    # panel's thread polls its cache every 0.5 s), the host every 0.5 s, the screen loop
+    # every 0.2 s. With --interval S the process panel reads every S s and polls every S/3.
     # In 160×50 with 8 GPUs its auto mode picks the compact device rows (no name shown):
     # ready once the device rows are on screen ("560W / 700W"; the process panel is below
     # the pane with many GPUs). nvitop draws a whole frame with one curses refresh.
-    return Program("nvitop", (str(exe), "--monitor", "auto", "--interval", f"{interval:g}"),
-                   ready="W / 700W")
+    flags = () if interval is None else ("--interval", f"{interval:g}")
+    return Program("nvitop", (str(exe), "--monitor", "auto", *flags), ready="W / 700W")
 
 
-def gputui_program(interval: float, tree: Path | None = None) -> Program:
+def gputui_program(interval: float | None = None, tree: Path | None = None) -> Program:
     """gputui from `tree` (this checkout by default), installed the way a user's
     `pip install .` installs it, into a venv of its own under build/tui-perf-gputui/
     that borrows this interpreter's dependencies through a .pth file. Not this
@@ -161,12 +173,40 @@ def gputui_program(interval: float, tree: Path | None = None) -> Program:
         raise SetupError(f"cannot install {tree} into {venv}: {last}") from exc
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (Path(site) / "gputui-deps.pth").write_text("".join(f"{d}\n" for d in sorted(deps)))
-    return Program(label, (str(python), "-m", "gputui", "--interval", f"{interval:g}"))
+    flags = () if interval is None else ("--interval", f"{interval:g}")
+    return Program(label, (str(python), "-m", "gputui", *flags))
 
 
-def scenario_text(gpus: int) -> str:
+@contextmanager
+def gpu_processes(gpus: int, per_gpu: int) -> Iterator[list[list[int]]]:
+    """`per_gpu` idle processes of this user for each of `gpus` GPUs (their PIDs, by
+    GPU), killed on the way out. `sleep` with a command line of its own: the monitors
+    read a real process's user, name, command line, CPU and memory, as on a real box."""
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        pids: list[list[int]] = []
+        for k in range(gpus):
+            row = []
+            for r in range(per_gpu):
+                p = subprocess.Popen([f"train-gpu{k}-rank{r}", "86400"], executable="sleep",
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+                procs.append(p)
+                row.append(p.pid)
+            pids.append(row)
+        yield pids
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def scenario_text(gpus: int, pids: list[list[int]] | None = None) -> str:
     """eight_gpus.conf widened (or narrowed) to `gpus` GPUs: GPU k copies GPU k % 8's
-    values and waves, with its own UUID, PCI bus id and process id."""
+    values and waves, with its own UUID, PCI bus id and processes: `pids[k]` (each with
+    the scenario's memory, halved for each further one), else the scenario's one
+    process with a PID of its own (10000 + k, not a running process)."""
     base = scenario_path("eight_gpus").read_text().splitlines()
     head = [ln for ln in base if not ln.startswith("gpu.") and "device_count" not in ln]
     per: dict[int, list[tuple[str, str]]] = {}
@@ -182,7 +222,9 @@ def scenario_text(gpus: int) -> str:
             elif key == "pci_bus_id":
                 value = f"00000000:{k + 0x10:02X}:00.0"
             elif key == "processes":
-                value = f"{10000 + k}:" + value.split(":", 1)[1]
+                mem = int(value.split(":", 1)[1])
+                value = (",".join(f"{pid}:{mem >> r}" for r, pid in enumerate(pids[k]))
+                         if pids else f"{10000 + k}:{mem}")
             out.append(f"gpu.{k}.{key} = {value}")
     return "\n".join(out) + "\n"
 
@@ -200,7 +242,8 @@ def program_base_env(tmp: Path) -> dict[str, str]:
 
 
 def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 8,
-            size: tuple[int, int] = (WIDTH, HEIGHT)) -> dict[str, object]:
+            size: tuple[int, int] = (WIDTH, HEIGHT), pids: list[list[int]] | None = None,
+            ) -> dict[str, object]:
     width, height = size
     lib = build_library()
     with tempfile.TemporaryDirectory(prefix="gputui-perf-") as tmp_name:
@@ -209,7 +252,7 @@ def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 
         pipe_file = tmp / "terminal.out"
         base = program_base_env(tmp)
         scenario = tmp / f"{gpus}_gpus.conf"
-        scenario.write_text(scenario_text(gpus))
+        scenario.write_text(scenario_text(gpus, pids))
         env = lib.env(scenario, stats_file=stats_file, base=base)
         env.update(dict(program.env))
         # Gated: the program starts only once pipe-pane is attached, so no byte is
@@ -259,6 +302,8 @@ def measure(program: Program, duration: float, settle: float = 5.0, gpus: int = 
             "run_s": round(run_s, 2),
             "terminal": f"{width}x{height}",
             "gpus": gpus,
+            "gpu_processes": sum(map(len, pids)) if pids else gpus,
+            "real_processes": bool(pids),
             "exit_status": status,
             "nvml_calls_total": calls,
             "nvml_top_calls": dict(top),
@@ -294,9 +339,9 @@ def _shown(value: object, unit: str) -> str:
     return "n/a" if not isinstance(value, int | float) else f"{value:g} {unit}"
 
 
-def report(results: list[dict[str, object]], interval: float, duration: float,
+def report(results: list[dict[str, object]], interval: float | None, duration: float,
            settle: float, gpus: int = 8, size: tuple[int, int] = (WIDTH, HEIGHT),
-           ) -> tuple[str, bool]:
+           procs_per_gpu: int = 2) -> tuple[str, bool]:
     """One column per program; the target is checked for the first (this gputui)."""
     header = ("metric", *(str(r["program"]) for r in results), "target", "")
     rows: list[tuple[str, ...]] = [header]
@@ -310,7 +355,10 @@ def report(results: list[dict[str, object]], interval: float, duration: float,
     lines = _table(rows)
     loads = [x for r in results for x in _loads(r)]
     rounds = results[0].get("rounds", 1)
-    lines.append(f"({gpus} fake GPUs, {size[0]}x{size[1]}, every {interval:g}s, measured over "
+    every = "each at its default interval" if interval is None else f"every {interval:g}s"
+    procs = (f"{procs_per_gpu} real processes per GPU" if procs_per_gpu
+             else "1 process per GPU that is not running")
+    lines.append(f"({gpus} fake GPUs, {procs}, {size[0]}x{size[1]}, {every}, measured over "
                  f"{duration:g}s from {settle:g}s after the first frame"
                  + (f", median of {rounds} alternating rounds" if rounds != 1 else "")
                  + f"; machine load {min(loads):g}–{max(loads):g} on {os.cpu_count()} CPUs)")
@@ -327,11 +375,16 @@ def _loads(result: dict[str, object]) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=20.0, help="seconds measured (20)")
-    ap.add_argument("--interval", type=float, default=1.0, help="refresh interval (1)")
+    ap.add_argument("--interval", type=float, default=None,
+                    help="refresh interval for every program (default: each its own)")
     ap.add_argument("--settle", type=float, default=5.0,
                     help="seconds after the first frame before measuring (5)")
-    ap.add_argument("--compare", metavar="nvitop|PATH",
-                    help="also run nvitop, or another gputui source tree, the same way")
+    ap.add_argument("--compare", metavar="nvitop|PATH", action="append", default=[],
+                    help="also run nvitop, or another gputui source tree, the same way "
+                         "(may be repeated)")
+    ap.add_argument("--procs-per-gpu", type=int, default=2,
+                    help="real idle processes per GPU in the scenario; 0: the scenario's "
+                         "own process, not running (2)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="alternate the programs this many times; report medians (1)")
     ap.add_argument("--gpus", type=int, default=8, help="fake GPUs, 1-64 (8)")
@@ -341,10 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
     args = ap.parse_args(argv)
     size = re.fullmatch(r"(\d+)x(\d+)", args.size)
-    if (args.duration <= 0 or args.interval <= 0 or args.rounds < 1 or args.settle < 0
-            or not 1 <= args.gpus <= 64 or size is None):
+    if (args.duration <= 0 or (args.interval is not None and args.interval <= 0)
+            or args.rounds < 1 or args.settle < 0 or not 1 <= args.gpus <= 64
+            or size is None or not 0 <= args.procs_per_gpu <= 8):
         print("tui_perf: --duration and --interval must be > 0, --settle >= 0, "
-              "--rounds >= 1, --gpus 1-64, --size COLSxROWS", file=sys.stderr)
+              "--rounds >= 1, --gpus 1-64, --procs-per-gpu 0-8, --size COLSxROWS",
+              file=sys.stderr)
         return 2
     pane = (int(size.group(1)), int(size.group(2)))
     if not tmux_available():
@@ -352,21 +407,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     programs = [gputui_program(args.interval)]
     try:
-        if args.compare == "nvitop":
-            programs.append(nvitop_program(args.interval))
-        elif args.compare:
-            programs.append(gputui_program(args.interval, Path(args.compare)))
+        for other in args.compare:
+            programs.append(nvitop_program(args.interval) if other == "nvitop"
+                            else gputui_program(args.interval, Path(other)))
     except SetupError as exc:
         print(f"tui_perf: {exc}", file=sys.stderr)
         return 1
     runs: list[list[dict[str, object]]] = [[] for _ in programs]
-    for rnd in range(args.rounds):
-        # Alternate which goes first, so a drift in the machine's load favours neither.
-        order = range(len(programs)) if rnd % 2 == 0 else reversed(range(len(programs)))
-        for i in order:
-            runs[i].append(measure(programs[i], args.duration, args.settle, args.gpus, pane))
+    with gpu_processes(args.gpus, args.procs_per_gpu) as pids:
+        for rnd in range(args.rounds):
+            # Alternate which goes first, so a drift in the machine's load favours none.
+            order = range(len(programs)) if rnd % 2 == 0 else reversed(range(len(programs)))
+            for i in order:
+                runs[i].append(measure(programs[i], args.duration, args.settle, args.gpus,
+                                       pane, pids))
     results = [r[0] if args.rounds == 1 else median_of(r) for r in runs]
-    text, ok = report(results, args.interval, args.duration, args.settle, args.gpus, pane)
+    text, ok = report(results, args.interval, args.duration, args.settle, args.gpus, pane,
+                      args.procs_per_gpu)
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else
                          {str(r["program"]): r for r in results}, indent=2))

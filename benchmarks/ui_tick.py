@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """CPU time the monitor's main thread spends per tick: drawing a frame of N GPUs (values
-moving on every GPU, one process each) and turning Textual's output into what the
-terminal writer sends. In-process, no NVML, no terminal: the frames are fed by hand and
+moving on every GPU, `--procs-per-gpu` processes each whose CPU % and running time move
+as a busy training process's do) and turning Textual's output into what the terminal
+writer sends. In-process, no NVML, no terminal: the frames are fed by hand and
 the writer's output is counted, not written. CPU time (not wall time) of this process,
 so other load on the machine disturbs it less than `tui_perf.py`'s figures.
 
-    python benchmarks/ui_tick.py [--gpus 8] [--ticks 60] [--rounds 3] [--size 160x50]
-                                 [--compare PATH] [--json]
+    python benchmarks/ui_tick.py [--gpus 8] [--procs-per-gpu 2] [--ticks 60] [--rounds 3]
+                                 [--size 160x50] [--compare PATH] [--json]
 
 `--compare PATH` runs the same measurement against another gputui source tree (its own
 `gputui` and `tests` packages), alternately with this one. Not a test.
@@ -28,14 +29,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def measure(gpus: int, ticks: int, size: tuple[int, int]) -> dict[str, float]:
+def measure(gpus: int, ticks: int, size: tuple[int, int], per_gpu: int = 2,
+            ) -> dict[str, float]:
     from textual.drivers.headless_driver import HeadlessDriver
 
     from gputui.telemetry.sampler import Sampler
     from gputui.ui.app import GputuiApp
     from gputui.ui.options import AppOptions
     from gputui.ui.terminal_writer import ScreenDiff
-    from tests.ui.helpers import feed, gpu, proc, snap
+    from tests.ui.helpers import T0, feed, gpu, proc, snap
 
     diff = ScreenDiff()
     diff.resize(size)
@@ -51,9 +53,13 @@ def measure(gpus: int, ticks: int, size: tuple[int, int]) -> dict[str, float]:
         def write(self, data: str) -> None:
             sent[0] += len(diff.write(data).encode())
 
-    procs = [proc(10000 + i, i, 40.0 + i) for i in range(gpus)]
+    started = T0.timestamp() - 100.0  # running for 100 s: its TIME moves every second
 
     def make(t: int):
+        # The sampler reads the processes every 3 ticks: their CPU % moves then.
+        cpu = 90.0 + (t // 3) % 7
+        procs = [proc(10000 + per_gpu * i + r, i, 40.0 / (r + 1), cpu_pct=cpu + r,
+                      started=started) for i in range(gpus) for r in range(per_gpu)]
         return snap(t, [gpu(i, t) for i in range(gpus)], procs)
 
     async def run() -> tuple[float, int]:
@@ -82,6 +88,7 @@ def measure(gpus: int, ticks: int, size: tuple[int, int]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpus", type=int, default=8, help="GPUs in each frame (8)")
+    ap.add_argument("--procs-per-gpu", type=int, default=2, help="processes per GPU (2)")
     ap.add_argument("--ticks", type=int, default=60, help="ticks measured per round (60)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds; medians reported (3)")
     ap.add_argument("--size", default="160x50", help="screen, COLSxROWS (160x50)")
@@ -94,12 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         print(f"ui_tick: --size must be COLSxROWS, not {args.size!r}", file=sys.stderr)
         return 2
-    if args.gpus < 1 or args.ticks < 1 or args.rounds < 1:
-        print("ui_tick: --gpus, --ticks and --rounds must be at least 1", file=sys.stderr)
+    if args.gpus < 1 or args.ticks < 1 or args.rounds < 1 or args.procs_per_gpu < 0:
+        print("ui_tick: --gpus, --ticks and --rounds must be at least 1, --procs-per-gpu "
+              "at least 0", file=sys.stderr)
         return 2
     if args.one:
         sys.path.insert(0, os.getcwd())
-        print(json.dumps(measure(args.gpus, args.ticks, (width, height))))
+        print(json.dumps(measure(args.gpus, args.ticks, (width, height),
+                                 args.procs_per_gpu)))
         return 0
     trees = {"gputui": ROOT}
     if args.compare:
@@ -110,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             env = {**os.environ, "PYTHONPATH": str(tree)}
             out = subprocess.run(
                 [sys.executable, str(Path(__file__).resolve()), "--one", "--gpus",
-                 str(args.gpus), "--ticks", str(args.ticks), "--size", args.size],
+                 str(args.gpus), "--ticks", str(args.ticks), "--size", args.size,
+                 "--procs-per-gpu", str(args.procs_per_gpu)],
                 cwd=tree, env=env, capture_output=True, text=True, check=False)
             if out.returncode != 0:
                 print(f"ui_tick: {label} failed: {out.stderr.strip()[-500:]}", file=sys.stderr)
@@ -125,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     for label, m in medians.items():
         print(f"{label:<24} {m['cpu_ms_per_tick']:7.2f} ms CPU per tick   "
               f"{m['bytes_per_tick']:8.0f} bytes per tick")
-    print(f"({args.gpus} GPUs, {args.size}, {args.ticks} ticks, median of {args.rounds} "
+    print(f"({args.gpus} GPUs, {args.procs_per_gpu} processes each, {args.size}, "
+          f"{args.ticks} ticks, median of {args.rounds} "
           f"alternating rounds; load {os.getloadavg()[0]:.2f})")
     return 0
 

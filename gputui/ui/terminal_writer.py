@@ -32,6 +32,7 @@ import os
 import re
 import sys
 import threading
+from functools import lru_cache
 
 from rich.cells import cell_len
 from textual.drivers.linux_driver import LinuxDriver
@@ -288,9 +289,11 @@ class ScreenDiff:
             if (row, end) in cells and cells[(row, end)][0] == "" and \
                     cell_len(cells[(row, col)][0]) == 2:
                 end += 1
-            if runs and runs[-1][0] == row and start - runs[-1][2] <= GAP and all(
-                    (row, c) in cells for c in range(runs[-1][2], start)):
-                runs[-1][2] = max(runs[-1][2], end)
+            last = runs[-1] if runs else None
+            if last is not None and last[0] == row and (start <= last[2] or (
+                    start - last[2] <= GAP
+                    and all((row, c) in cells for c in range(last[2], start)))):
+                last[2] = max(last[2], end)  # next to the run (the common case), or a gap
             else:
                 runs.append([row, start, end])
         result = []
@@ -334,8 +337,10 @@ def diffing_driver() -> type[DiffingDriver] | None:
     return DiffingDriver if textual_adapter.supported() else None
 
 
+@lru_cache(maxsize=4096)
 def _narrow(text: str) -> bool:
-    """Every character of `text` takes exactly one cell."""
+    """Every character of `text` takes exactly one cell. Remembered: a frame's runs are
+    mostly the same box lines, bars and labels as the frame before."""
     if text.isascii():
         return text.isprintable()
     return all(_char_cells(char) == 1 for char in text)

@@ -59,3 +59,23 @@ def test_scenario_for_32_gpus_has_32_distinct_gpus() -> None:
     assert len(uuids) == 32 and len(buses) == 32
     # GPU 9 copies GPU 1's figures (eight_gpus.conf repeated)
     assert "gpu.9.mem_used = 61000000000" in text
+
+
+def test_gpu_processes_are_real_named_in_the_scenario_and_gone_afterwards() -> None:
+    import psutil
+
+    tp = _module()
+    with tp.gpu_processes(2, 2) as pids:
+        assert [len(row) for row in pids] == [2, 2]
+        flat = [pid for row in pids for pid in row]
+        assert len(set(flat)) == 4
+        cmdlines = [psutil.Process(pid).cmdline() for pid in flat]
+        assert cmdlines[3] == ["train-gpu1-rank1", "86400"]
+        text = tp.scenario_text(2, pids)
+        mem = 58000000000  # eight_gpus.conf's GPU 0: the first process, then half of it
+        assert f"gpu.0.processes = {pids[0][0]}:{mem},{pids[0][1]}:{mem // 2}" in text
+        assert f"gpu.1.processes = {pids[1][0]}:" in text
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+                   for pid in flat)
+    # Without real processes: the scenario's own one per GPU, a PID of its own.
+    assert "gpu.1.processes = 10001:" in tp.scenario_text(2)

@@ -115,3 +115,31 @@ async def test_ram_moving_by_bytes_repaints_nothing_until_a_cell_changes() -> No
         assert not ram._dirty_regions and ram.fraction == 0.5 + 1e-7
         ram.set(0.75, "48.0/64.0G")
         assert ram._dirty_regions
+
+
+async def test_a_gauge_turning_warning_or_a_new_theme_recolours_it() -> None:
+    """The gauge keeps its parts' styles between repaints: a severity class or a theme
+    that changes them is drawn in the new colours."""
+    from gputui.ui.widgets.gauge import Gauge
+
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)]))
+        await pilot.pause()
+        cpu = app.query_one("#h-cpu", Gauge)
+
+        def fill_style() -> object:
+            line = (cpu.size.height - 1) // 2
+            return next(s.style for s in cpu.render_line(line) if "█" in s.text)
+
+        cpu.set(0.5, "50%")
+        await pilot.pause()
+        calm = fill_style()
+        cpu.set(0.95, "95%", "warning")
+        await pilot.pause()
+        warm = fill_style()
+        assert warm != calm and warm == cpu.get_component_rich_style("gauge--fill")
+        app.theme = next(t for t in ("gputui-light", "gputui-dark") if t != app.theme)
+        await pilot.pause()
+        assert fill_style() != warm
+        assert fill_style() == cpu.get_component_rich_style("gauge--fill")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from textual.coordinate import Coordinate
+
 from gputui.telemetry.host import HostSource
 from gputui.telemetry.model import GpuProcess, Snapshot
 from gputui.ui.app import GputuiApp
@@ -263,3 +265,79 @@ async def test_g_groups_by_user_container_and_pod_with_totals() -> None:
         assert table.group_by is None and len(table.rows) == 4
         assert (table.sort_column, table.sort_reverse) == ("pid", False)  # as it was
         assert int(str(table.get_row_at(0)[1].raw)) == 11
+
+
+async def test_changed_cells_moved_rows_and_the_cursor_are_drawn_anew() -> None:
+    """Cells are drawn again only when what they show changed: a new CPU%, rows that
+    swap places when the sort order changes, and the cursor's row all reach the screen."""
+    app, sampler = make_app()
+
+    def row_of(pid: int) -> str:
+        return next(line for line in _rows(app) if f" {pid} " in line)
+
+    async with app.run_test(size=(250, 70)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)], [proc(11, 0, 30, cpu_pct=12.0),
+                                          proc(22, 0, 20, cpu_pct=34.0)]))
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        assert " 12 " in row_of(11) and " 34 " in row_of(22)
+        assert [line.split()[1] for line in _rows(app)[1:3]] == ["11", "22"]  # by GPU MEM
+        # Later: 22 uses more memory than 11 and a new CPU%; 11 is unchanged.
+        sampler.ingest(snap(PROCESS_REFRESH_S, [gpu(0)], [
+            proc(11, 0, 30, cpu_pct=12.0), proc(22, 0, 40, cpu_pct=56.0)]))
+        await pilot.pause()
+        assert [line.split()[1] for line in _rows(app)[1:3]] == ["22", "11"]
+        assert " 56 " in row_of(22) and " 34 " not in row_of(22)
+        assert " 12 " in row_of(11) and "30.0GiB" in row_of(11)
+        # The cursor's row is drawn in the cursor's colours: same text, other styles.
+        table.focus()
+        table.move_cursor(row=0, animate=False)
+        await pilot.pause()
+        on_first = [list(table.render_line(y)) for y in (1, 2)]  # line 0 is the header
+        table.move_cursor(row=1, animate=False)
+        await pilot.pause()
+        on_second = [list(table.render_line(y)) for y in (1, 2)]
+        for before, after in zip(on_first, on_second, strict=True):
+            assert "".join(s.text for s in before) == "".join(s.text for s in after)
+            assert before != after
+
+
+async def test_lines_drawn_by_the_adapter_are_what_textual_draws() -> None:
+    """The table's lines and simple text cells are drawn by gputui's table itself: every
+    line of the table — header, zebra rows, the cursor's row focused and not, a hovered
+    row, a column cut by the ellipsis, the border — is what Textual's DataTable draws."""
+    from rich.segment import Segment
+    from textual.geometry import Region
+
+    from gputui.ui.textual_adapter import supported
+
+    app, sampler = make_app()
+    procs = [proc(pid, pid % 2, 10 + pid, cpu_pct=float(pid)) for pid in range(11, 17)]
+    procs.append(proc(17, 0, 5, user="a-user-name-far-longer-than-twelve"))
+
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0), gpu(1)], procs))
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+
+        def lines(here: bool) -> list[list[Segment]]:
+            table.draw_here = here
+            table.notify_style_update()  # forget every cell drawn
+            table.refresh()
+            width, height = table.outer_size
+            return [list(Segment.simplify(strip))
+                    for strip in table.render_lines(Region(0, 0, width, height))]
+
+        states = []
+        for focused, cursor, hover in ((False, 0, None), (True, 2, None), (True, 3, 1)):
+            if focused:
+                table.focus()
+            table.move_cursor(row=cursor, animate=False)
+            if hover is not None:
+                table.hover_coordinate = Coordinate(hover, 0)
+            await pilot.pause()
+            states.append((lines(True), lines(False)))
+        assert supported()
+        for here, textual in states:
+            assert len(here) == table.outer_size.height and here == textual
+        assert states[0][0] != states[1][0]  # the cursor and focus changed the lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -78,6 +79,19 @@ class Gauge(Widget):
         self.fraction: float | None = None
         self.value_text = "N/A"
         self.severity: str | None = None
+        self._styles: dict[str, Style] = {}  # per role, until the CSS or the class changes
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _role_style(self, role: str) -> Style:
+        """A part's style, looked up once: Textual forgets its own copy at every refresh,
+        and looking it up again was most of what drawing a gauge cost."""
+        style = self._styles.get(role)
+        if style is None:
+            style = self._styles[role] = self.get_component_rich_style(f"gauge--{role}")
+        return style
 
     def set(self, fraction: float | None, text: str, severity: str | None = None) -> None:
         """Update; a repaint happens only when something visible changed."""
@@ -90,6 +104,7 @@ class Gauge(Widget):
             return
         if severity != self.severity:
             self.severity = severity
+            self._styles.clear()
             self.set_class(severity == "warning", "-warning")
             self.set_class(severity == "error", "-error")
             self.refresh()
@@ -109,5 +124,4 @@ class Gauge(Widget):
             return Strip.blank(width, self.rich_style)
         parts = gauge_parts(self.label, self.label_width, self.value_width, self.fraction,
                             self.value_text, width)
-        return Strip([Segment(text, self.get_component_rich_style(f"gauge--{role}"))
-                      for text, role in parts], width)
+        return Strip([Segment(text, self._role_style(role)) for text, role in parts], width)

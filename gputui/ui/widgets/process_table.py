@@ -38,7 +38,7 @@ from gputui.safe_text import printable
 from gputui.telemetry.model import GpuProcess
 from gputui.telemetry.process_groups import GROUP_BY, ProcessGroup, group_processes
 from gputui.telemetry.units import NA, fmt_bytes, fmt_duration, fmt_j, fmt_w
-from gputui.ui.textual_adapter import bound_render_caches
+from gputui.ui.textual_adapter import CellCachedTable, bound_render_caches
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +195,7 @@ def row_key(p: GpuProcess) -> str:
     return f"{p.gpu_index}:{p.pid}"
 
 
-class ProcessTable(DataTable[Cell]):
+class ProcessTable(CellCachedTable[Cell]):
     DEFAULT_CSS = """
     ProcessTable { height: 1fr; border: round $primary 60%; border-title-style: bold;
                    overflow-x: hidden; }
@@ -220,6 +220,9 @@ class ProcessTable(DataTable[Cell]):
         self._absent: frozenset[str] = frozenset()  # only_when_known columns with no value
         self._now = 0.0
         self.shown_columns: tuple[str, ...] = COLUMN_KEYS  # the columns in the table now
+
+    def cell_text(self, value: object) -> Text | None:
+        return value.text if isinstance(value, Cell) else super().cell_text(value)
 
     @property
     def column_keys(self) -> tuple[str, ...]:
@@ -317,12 +320,19 @@ class ProcessTable(DataTable[Cell]):
         mark = ("▼" if self.sort_reverse else "▲") if c.key == self.sort_column else ""
         return Text(c.label + mark, justify="right" if c.right else "left")
 
-    def _cells(self, key: str, row: object) -> list[Cell]:
-        # no_wrap + ellipsis: a value wider than its column ends in "…", never wraps.
-        return [Cell(c.raw(row, self._now),
-                     Text(c.show(row, self._now), justify="right" if c.right else "left",
-                          no_wrap=True, overflow="ellipsis", end=""), key)
-                for c in self.table_columns]
+    def _cells(self, key: str, row: object, old: list[Cell] | None = None) -> list[Cell]:
+        """The row's cells; those of `old` (the row as shown) where value and text are
+        the same, so that only what changed is made (and drawn) again."""
+        out = []
+        for i, c in enumerate(self.table_columns):
+            raw, shown = c.raw(row, self._now), c.show(row, self._now)
+            if old is not None and old[i].raw == raw and old[i].text.plain == shown:
+                out.append(old[i])
+                continue
+            # no_wrap + ellipsis: a value wider than its column ends in "…", never wraps.
+            out.append(Cell(raw, Text(shown, justify="right" if c.right else "left",
+                                      no_wrap=True, overflow="ellipsis", end=""), key))
+        return out
 
     def _rows_of(self, procs: tuple[GpuProcess, ...]) -> dict[str, object]:
         if self.group_by is None:
@@ -342,16 +352,17 @@ class ProcessTable(DataTable[Cell]):
                 del self._shown[key]
                 changed = True
         for key, row in new.items():
-            cells = self._cells(key, row)
             if key not in self._rows:
+                cells = self._cells(key, row)
                 self._shown[key] = cells
                 self.add_row(*self._visible_cells(cells), key=key)
                 changed = True
                 continue
             old = self._shown[key]
+            cells = self._cells(key, row, old)
             for col, (a, b) in zip(self.column_keys, zip(old, cells, strict=True),
                                    strict=True):
-                if a != b:
+                if a is not b:
                     if col in self.shown_columns:
                         self.update_cell(key, col, b)
                     changed = True
