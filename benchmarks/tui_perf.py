@@ -194,12 +194,28 @@ def gpu_processes(gpus: int, per_gpu: int) -> Iterator[list[list[int]]]:
                 procs.append(p)
                 row.append(p.pid)
             pids.append(row)
+        for p in procs:
+            _until_exec_done(p.pid)
         yield pids
     finally:
         for p in procs:
             p.kill()
         for p in procs:
             p.wait()
+
+
+def _until_exec_done(pid: int, timeout: float = 5.0) -> None:
+    """Wait until `pid` shows its own command line. Popen returns once the child has
+    begun its exec (vfork), but the kernel sets the new command line a moment later: a
+    monitor reading it at once would see none."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes():
+                return
+        except OSError:
+            return  # gone: nothing to wait for
+        time.sleep(0.005)
 
 
 def scenario_text(gpus: int, pids: list[list[int]] | None = None) -> str:

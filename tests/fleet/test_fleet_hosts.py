@@ -91,7 +91,13 @@ def _by_name(snap: FleetSnapshot) -> dict[str, HostSummary]:
 
 
 def test_one_row_per_host_problems_first(fleet: Setup) -> None:
-    snap = PrometheusPoller(fleet.prom.url).poll()
+    # Prometheus evaluates each recording rule on its own schedule: read until every
+    # problem host's rules have been evaluated once (a fresh farm), then check the rows.
+    poller = PrometheusPoller(fleet.prom.url)
+    wait_for(lambda: [s.target for s in poller.poll().summaries[:6]]
+             == [fleet.target(k) for k in PROBLEM_ORDER], 30, "every problem host's rules",
+             step=0.2)
+    snap = poller.poll()
     assert snap.error is None and snap.aggregation == "recording rules"
     rows = snap.summaries
     assert len(rows) == len(HOSTS)
