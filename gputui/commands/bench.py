@@ -11,18 +11,15 @@ torch is never imported here: the benchmark runs in a worker process (gputui.ben
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import json
-import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from gputui.commands import run_signals
 from gputui.commands.argtypes import positive_float, positive_int
 from gputui.errors import GputuiError, UsageError
 from gputui.safe_text import no_markup, printable
@@ -31,7 +28,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from gputui.bench.request import RunRequest
-    from gputui.bench.run_queue import RunQueue
     from gputui.bench.runner import BenchRun
 
 
@@ -359,8 +355,8 @@ def run_bench(args: argparse.Namespace) -> int:
     started: list[BenchRun] = []
     queue = RunQueue(on_started=lambda _p, run: started.append(run))
     # Known now: once the terminal has hung up, isatty() may no longer say so.
-    terminal_fds = [fd for fd in (1, 2) if _isatty(fd)]
-    with _cancel_on_signals(queue, terminal_fds) as received:
+    terminal_fds = run_signals.terminal_fds()
+    with run_signals.cancel_on_signals(queue, terminal_fds) as received:
         queue.submit(planned)
         if started:
             try:
@@ -369,7 +365,7 @@ def run_bench(args: argparse.Namespace) -> int:
                 if exc.errno != errno.EIO:
                     raise
                 # The terminal hung up before its SIGHUP reached us: keep supervising.
-                _detach_from_terminal(terminal_fds)
+                run_signals.detach_from_terminal(terminal_fds)
         queue.wait()
     finished = queue.last
     assert finished is not None
@@ -395,65 +391,6 @@ def run_bench(args: argparse.Namespace) -> int:
     if doc.status == "failed":
         raise GputuiError(failure_line(doc, show_tail=True))
     return 0
-
-
-@contextmanager
-def _cancel_on_signals(queue: RunQueue, terminal_fds: list[int]) -> Iterator[list[int]]:
-    """Ctrl-C (and SIGTERM/SIGHUP) cancel the worker instead of killing us mid-write.
-
-    The first signal asks the worker to stop and report partial numbers; a second
-    SIGINT kills it at once. The worker is in its own session, so the terminal's
-    Ctrl-C reaches only this process. After SIGHUP the terminal is gone: whatever of
-    stdout/stderr pointed at it now points at /dev/null, so the result is still saved
-    and the exit status is still 129 (a write to a dead terminal is not a failure).
-    """
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if received and signum == signal.SIGINT:
-            queue.kill()
-            return
-        received.append(signum)
-        if signum == signal.SIGHUP:
-            _detach_from_terminal(terminal_fds)
-        else:
-            # On a terminal the progress bar owns the current line; elsewhere no blank line.
-            lead = "\n" if sys.stderr.isatty() else ""
-            with contextlib.suppress(OSError):
-                print(f"{lead}gputui: cancelling… (Ctrl-C again to stop at once)",
-                      file=sys.stderr)
-        queue.cancel()
-
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            previous[sig] = signal.signal(sig, handler)
-        except (ValueError, OSError):  # not the main thread, or no such signal here
-            pass
-    try:
-        yield received
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def _isatty(fd: int) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
-
-
-def _detach_from_terminal(fds: list[int]) -> None:
-    """Point the terminal's fds (and only those: a redirected --json stays) at /dev/null."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-    except OSError:
-        return
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 def _show_progress(run: BenchRun, request: RunRequest) -> None:

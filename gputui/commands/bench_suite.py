@@ -12,12 +12,11 @@ import argparse
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
+from gputui.commands import run_signals
 from gputui.commands.argtypes import positive_float
 from gputui.errors import GputuiError, UsageError
 from gputui.safe_text import no_markup
@@ -25,7 +24,6 @@ from gputui.safe_text import no_markup
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from gputui.bench.run_queue import RunQueue
     from gputui.bench.suite import SuiteRun
     from gputui.bench.suite_record import TestOutcome
 
@@ -156,7 +154,7 @@ def run_suite(args: argparse.Namespace) -> int:
                       f"{no_markup(value_text(o))}", soft_wrap=True)
 
     queue = RunQueue()
-    with _cancel_on_signals(queue) as received:
+    with run_signals.cancel_on_signals(queue, run_signals.terminal_fds()) as received:
         record = run_all(plan, queue, on_run=progress, stop=lambda: bool(received))
     path = suite_record.save(record)
     if args.json:
@@ -175,31 +173,5 @@ def run_suite(args: argparse.Namespace) -> int:
         raise GputuiError(f"{len(failed)} test(s) gave no figure ({', '.join(failed)}); "
                           f"see 'gputui bench suite show {record.id}'")
     return 0
-
-
-@contextmanager
-def _cancel_on_signals(queue: RunQueue) -> Iterator[list[int]]:
-    """Ctrl-C, SIGTERM or SIGHUP cancel the running test (its partial result is saved) and
-    end the suite after it; a second Ctrl-C kills the worker at once."""
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if received and signum == signal.SIGINT:
-            queue.kill()
-            return
-        received.append(signum)
-        queue.cancel()
-
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            previous[sig] = signal.signal(sig, handler)
-        except (ValueError, OSError):  # not the main thread
-            pass
-    try:
-        yield received
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
