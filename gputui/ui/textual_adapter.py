@@ -37,7 +37,9 @@ DataTable's `_render_line_in_row` without its per-line style lookups, which it r
 for every line (the styles are looked up once per repaint here). The signatures and the
 private state it reads (`_show_hover_cursor`, `_pseudo_class_state`,
 `_labelled_row_exists`) are Textual's; on an untested version, or a table that is not
-that simple, every line and cell goes straight to Textual.
+that simple, every line and cell goes straight to Textual. `set_cell` changes a cell as
+`update_cell` does (DataTable's `_data` and `_update_count`) but refreshes only the
+cell's row, where `update_cell` refreshes the whole table.
 
 `supported()` also decides whether the monitor and the fleet view write through the
 terminal writer (`terminal_writer.diffing_driver`): it follows Textual's output as the
@@ -64,6 +66,7 @@ from textual.driver import Driver
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 __all__ = ["CellCachedTable", "app_driver", "bound_render_caches", "render_cache_sizes",
            "supported"]
@@ -172,6 +175,21 @@ class CellCachedTable(DataTable[CellType]):
     def notify_style_update(self) -> None:
         self._cell_renders.clear()  # the theme or the CSS changed: every cell's look
         super().notify_style_update()
+
+    def set_cell(self, row_key: str, column_key: str, value: CellType) -> None:
+        """`update_cell` (no width update) that draws again only the cell's row, where
+        DataTable's refreshes the whole table: with the processes' running times moving
+        at every reading, that drew the header and every blank line below the rows too."""
+        if not supported():
+            self.update_cell(row_key, column_key, value)
+            return
+        row, column = RowKey(row_key), ColumnKey(column_key)
+        if row not in self._row_locations or column not in self._column_locations:
+            self.update_cell(row_key, column_key, value)  # DataTable's own error
+            return
+        self._data[row][column] = value
+        self._update_count += 1  # DataTable's render caches are keyed by it
+        self.refresh_row(self._row_locations.get(row))
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The styles every line of this repaint is drawn with, looked up once.

@@ -341,3 +341,32 @@ async def test_lines_drawn_by_the_adapter_are_what_textual_draws() -> None:
         for here, textual in states:
             assert len(here) == table.outer_size.height and here == textual
         assert states[0][0] != states[1][0]  # the cursor and focus changed the lines
+
+
+async def test_a_reading_that_moves_values_draws_those_rows_again_not_the_table() -> None:
+    """Running times move at every process reading: the rows are drawn again, and the
+    header and the empty lines below the rows are not (the order stays, nothing sorted
+    on changed)."""
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)], [proc(11, 0, 30, cpu_pct=12.0),
+                                          proc(22, 0, 20, cpu_pct=34.0)]))
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        before = _rows(app)
+        table._dirty_regions.clear()
+        later = 20 * PROCESS_REFRESH_S  # a minute on: the running times show it
+        sampler.ingest(snap(later, [gpu(0)], [
+            proc(11, 0, 30, cpu_pct=12.0), proc(22, 0, 20, cpu_pct=56.0)]))
+        await pilot.pause(0)  # the frame is taken; not yet drawn
+        dirty = list(table._dirty_regions)
+        await pilot.pause()
+        after = _rows(app)
+        assert [line.split()[1] for line in after[1:3]] == ["11", "22"]  # order kept
+        assert after[1] != before[1] and after[2] != before[2]  # running times moved
+        assert " 56 " in after[2] and " 34 " not in after[2]
+        offset = table.content_offset
+        rows = {offset.y + 1, offset.y + 2}  # below the header line
+        assert dirty, "the moved rows were not marked for drawing"
+        assert {y for r in dirty for y in range(r.y, r.bottom)} == rows
+        assert all(r.x == offset.x for r in dirty)

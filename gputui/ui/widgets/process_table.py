@@ -345,18 +345,19 @@ class ProcessTable(CellCachedTable[Cell]):
         self.processes = {row_key(p): p for p in procs}
         selected = self.selected_key()
         new = self._rows_of(procs)
-        changed = False
+        changed = False  # any cell: the columns' widths may change
+        reorder = False  # rows came or went, or a value sorted on changed
         for key in list(self._rows):
             if key not in new:
                 self.remove_row(key)
                 del self._shown[key]
-                changed = True
+                changed = reorder = True
         for key, row in new.items():
             if key not in self._rows:
                 cells = self._cells(key, row)
                 self._shown[key] = cells
                 self.add_row(*self._visible_cells(cells), key=key)
-                changed = True
+                changed = reorder = True
                 continue
             old = self._shown[key]
             cells = self._cells(key, row, old)
@@ -364,18 +365,21 @@ class ProcessTable(CellCachedTable[Cell]):
                                    strict=True):
                 if a is not b:
                     if col in self.shown_columns:
-                        self.update_cell(key, col, b)
+                        self.set_cell(key, col, b)  # draws that row again, not the table
                     changed = True
+                    reorder = reorder or (col == self.sort_column and a.raw != b.raw)
             self._shown[key] = cells
         self._rows = new
         absent = self._absent_columns()
         if absent != self._absent:
             self._absent = absent
-            changed = True
+            changed = reorder = True
         if changed:
             self._fit_columns()  # before anything is drawn: see the module docstring
         self._update_title()
-        if changed:
+        if reorder:
+            # Sorting draws the whole table again; with the sorted values and the rows
+            # as they were, the order is too (running times move at every reading).
             self._sort(selected)
 
     def _absent_columns(self) -> frozenset[str]:
