@@ -1,11 +1,11 @@
-"""A run request: one benchmark with its settings, typed, validated by the catalog.
+"""A run request: one benchmark with its settings, typed, checked against the catalog.
 
 The CLI (`gputui bench run`) and the TUI's form build one with `make_request`; the run
 queue and the runner carry it; the runner serialises it once (`to_json`, the worker's
 `--spec-json`) and the worker decodes it once (`from_json`) into the same class, fills
 the device-dependent defaults (`resolved`) and hands it to the benchmark kind.
 
-The fields are the catalog's spec keys (`catalog.SPEC_DEFAULTS`, in that order) plus
+The fields are the run spec's keys (`run_spec.SPEC_DEFAULTS`, in that order) plus
 `params`, the benchmark-specific numbers (matmul size, vocab, …). `to_dict` gives the JSON
 object the worker, the `started` event and a result's `settings` have always carried.
 Torch-free: the parent imports it.
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from gputui.bench.catalog import SPEC_DEFAULTS, resolve_spec, validate_spec
+from gputui.bench.run_spec import SPEC_DEFAULTS, resolve_spec, validate_spec
 from gputui.errors import UsageError
 
 Shape = tuple[int, int, int]
@@ -69,7 +69,7 @@ class RunRequest:
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> RunRequest:
-        """A request from its JSON object, checked by the catalog (UsageError, one line)."""
+        """A request from its JSON object, checked against the catalog (UsageError, one line)."""
         if isinstance(spec, Mapping):
             unknown = set(spec) - _FIELDS
             if unknown:

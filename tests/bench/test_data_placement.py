@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gputui.bench import catalog
+from gputui.bench import run_spec
 from gputui.bench.request import RunRequest
 from gputui.bench.worker.workloads import (
     DEVICE_POOL,
@@ -53,11 +53,11 @@ def test_host_data_goes_through_the_host_feed() -> None:
 
 
 def test_data_setting_is_validated() -> None:
-    assert catalog.validate_spec({"benchmark": "cnn-train"})["data"] == "device"
+    assert run_spec.validate_spec({"benchmark": "cnn-train"})["data"] == "device"
     with pytest.raises(UsageError, match="bad data placement"):
-        catalog.validate_spec({"benchmark": "cnn-train", "data": "disk"})
+        run_spec.validate_spec({"benchmark": "cnn-train", "data": "disk"})
     with pytest.raises(UsageError, match="--data host applies"):
-        catalog.validate_spec({"benchmark": "matmul", "data": "host"})
+        run_spec.validate_spec({"benchmark": "matmul", "data": "host"})
 
 
 @pytest.mark.parametrize("data", ["device", "host"])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from gputui.bench import catalog, events, peaks
+from gputui.bench import events, peaks, run_spec
 from gputui.bench import stats as stats_mod
 from gputui.bench.request import RunRequest
 from gputui.bench.result import ResultBuilder
@@ -190,27 +190,26 @@ def test_energy_needs_a_window_of_several_seconds() -> None:
 def test_known_peak_matches_whole_model_names(name: str, key: str | None) -> None:
     row = peaks.match(name).row
     assert (row.name if row else None) == key
-    assert (catalog.known_peak(name) is None) == (key is None)
 
 
 def test_pct_of_peak_and_peak_sources() -> None:
-    assert catalog.pct_of_peak(50.0, 200.0) == 25.0
-    assert catalog.pct_of_peak(None, 200.0) is None
-    assert catalog.pct_of_peak(50.0, None) is None
-    assert catalog.pct_of_peak(50.0, 0.0) is None
+    assert peaks.pct_of_peak(50.0, 200.0) == 25.0
+    assert peaks.pct_of_peak(None, 200.0) is None
+    assert peaks.pct_of_peak(50.0, None) is None
+    assert peaks.pct_of_peak(50.0, 0.0) is None
     cuda = torch.device("cuda", 0)  # a device object only: nothing runs on it
     ctx, _ = make_ctx({"benchmark": "matmul"}, env={"device_name": "NVIDIA A30"})
     ctx.device = cuda
-    peaks, source = measure.peak_table(ctx, "tflops")
-    assert source == "table" and peaks is not None and peaks["fp16"] == 165.0
-    assert catalog.pct_of_peak(82.5, peaks["fp16"]) == 50.0
+    row, source = measure.peak_row(ctx)
+    assert source == "table" and row is not None and row.tflops("fp16") == 165.0
+    assert peaks.pct_of_peak(82.5, row.tflops("fp16")) == 50.0
     ctx.env = {"device_name": "NVIDIA Mystery", "compute_capability": "8.0", "sm_count": 108,
                "nvml": {"clock_sm_max_mhz": 1410}}
-    peaks, source = measure.peak_table(ctx, "tflops")
-    assert source == "estimated" and peaks is not None and round(peaks["fp16"]) == 312
-    assert measure.peak_table(ctx, "gbps") == (None, None)  # bandwidth is never estimated
+    row, source = measure.peak_row(ctx)
+    assert source == "estimated" and row is not None and round(row.tflops("fp16")) == 312
+    assert row.mem_bw_gbps is None  # bandwidth is never estimated
     cpu_ctx, _ = make_ctx({"benchmark": "matmul"})
-    assert measure.peak_table(cpu_ctx, "tflops") == (None, None)
+    assert measure.peak_row(cpu_ctx) == (None, None)
 
 
 # --------------------------------------------------------------------------- precision
@@ -290,18 +289,18 @@ def test_peak_rss_is_per_interval_not_per_process() -> None:
 
 def test_latency_mode_is_batch_one() -> None:
     with pytest.raises(UsageError) as exc:
-        catalog.validate_spec({"benchmark": "cnn-infer", "mode": "latency", "batch_size": 4})
+        run_spec.validate_spec({"benchmark": "cnn-infer", "mode": "latency", "batch_size": 4})
     assert str(exc.value) == "latency mode is single-stream: batch size 1"
-    ok = catalog.validate_spec({"benchmark": "rnn-infer", "mode": "latency", "batch_size": 1})
+    ok = run_spec.validate_spec({"benchmark": "rnn-infer", "mode": "latency", "batch_size": 1})
     assert ok["batch_size"] == 1
 
 
 def test_params_override_defaults_and_are_checked() -> None:
-    spec = catalog.validate_spec({"benchmark": "train-to-accuracy",
+    spec = run_spec.validate_spec({"benchmark": "train-to-accuracy",
                                   "params": {"target_accuracy": 0.5}})
-    resolved = catalog.resolve_spec(spec, "cpu")
+    resolved = run_spec.resolve_spec(spec, "cpu")
     assert resolved["params"]["target_accuracy"] == 0.5
     assert resolved["params"]["classes"] == 4  # the rest keeps its defaults
     for bad in ({"nope": 1}, {"batch_size": 2}, {"classes": "4"}, {"classes": -1}):
         with pytest.raises(UsageError):
-            catalog.validate_spec({"benchmark": "train-to-accuracy", "params": bad})
+            run_spec.validate_spec({"benchmark": "train-to-accuracy", "params": bad})

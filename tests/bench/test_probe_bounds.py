@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.bench import catalog
+from gputui.bench import catalog, run_spec
 from gputui.errors import UsageError
 from tests.cli import CliRunner
 
@@ -62,7 +62,7 @@ def test_probe_defaults_on_cuda_are_duration_bounded() -> None:
 ])
 def test_bad_shapes_are_usage_errors(spec: dict, message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        catalog.validate_spec(spec)
+        run_spec.validate_spec(spec)
 
 
 def test_bad_shape_on_the_command_line(cli: CliRunner) -> None:

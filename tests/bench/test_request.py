@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gputui.bench import catalog
+from gputui.bench import run_spec
 from gputui.bench.request import RunRequest, make_request
 from gputui.errors import UsageError
 
@@ -28,19 +28,19 @@ SPECS: list[dict[str, Any]] = [
 
 def test_fields_are_the_catalogs_spec_keys_with_their_defaults() -> None:
     names = [f.name for f in fields(RunRequest)]
-    assert names == [*catalog.SPEC_DEFAULTS, "params"]
+    assert names == [*run_spec.SPEC_DEFAULTS, "params"]
     bare = RunRequest("cnn-train")
-    assert {k: getattr(bare, k) for k in catalog.SPEC_DEFAULTS if k != "benchmark"} == {
-        k: v for k, v in catalog.SPEC_DEFAULTS.items() if k != "benchmark"}
+    assert {k: getattr(bare, k) for k in run_spec.SPEC_DEFAULTS if k != "benchmark"} == {
+        k: v for k, v in run_spec.SPEC_DEFAULTS.items() if k != "benchmark"}
 
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_to_dict_is_the_catalogs_spec_object_key_for_key(spec: dict[str, Any]) -> None:
     request = RunRequest.from_dict(spec)
-    assert list(request.to_dict().items()) == list(catalog.validate_spec(spec).items())
+    assert list(request.to_dict().items()) == list(run_spec.validate_spec(spec).items())
     resolved = request.resolved("cpu")
     assert list(resolved.to_dict().items()) == list(
-        catalog.resolve_spec(catalog.validate_spec(spec), "cpu").items())
+        run_spec.resolve_spec(run_spec.validate_spec(spec), "cpu").items())
 
 
 @pytest.mark.parametrize("spec", SPECS)

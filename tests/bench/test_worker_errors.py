@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import torch
 
-from gputui.bench import catalog, events
+from gputui.bench import catalog, events, peaks, run_spec
 from gputui.errors import UsageError
 
 from .worker_helpers import TINY_CNN, check_ok, run_worker, worker_cmd, worker_env
@@ -93,14 +93,14 @@ def test_sigterm_gives_cancelled_partial_result() -> None:
 
 
 def test_validate_spec_fills_contract_keys() -> None:
-    spec = catalog.validate_spec({"benchmark": "cnn-infer", "device": "cpu"})
-    assert set(catalog.SPEC_DEFAULTS) <= set(spec)
+    spec = run_spec.validate_spec({"benchmark": "cnn-infer", "device": "cpu"})
+    assert set(run_spec.SPEC_DEFAULTS) <= set(spec)
     assert spec["model"] == "resnet18"
-    resolved = catalog.resolve_spec(spec, "cpu")
+    resolved = run_spec.resolve_spec(spec, "cpu")
     assert resolved["mode"] == "throughput" and resolved["batch_size"] > 0
-    assert catalog.resolve_spec({**spec, "mode": "latency"}, "cpu")["batch_size"] == 1
+    assert run_spec.resolve_spec({**spec, "mode": "latency"}, "cpu")["batch_size"] == 1
     # A caller's step bound is not combined with the default duration on CUDA.
-    assert catalog.resolve_spec({**spec, "steps": 5}, "cuda")["duration_s"] is None
+    assert run_spec.resolve_spec({**spec, "steps": 5}, "cuda")["duration_s"] is None
 
 
 @pytest.mark.parametrize("spec", [
@@ -115,7 +115,7 @@ def test_validate_spec_fills_contract_keys() -> None:
 ])
 def test_validate_spec_rejects(spec: dict) -> None:
     with pytest.raises(UsageError):
-        catalog.validate_spec(spec)
+        run_spec.validate_spec(spec)
 
 
 def test_catalog_is_plain_data() -> None:
@@ -123,10 +123,11 @@ def test_catalog_is_plain_data() -> None:
         assert b.kind in ("train", "infer", "probe") and b.description and b.unit
         json.dumps(b.defaults("cpu"))
         json.dumps(b.defaults("cuda"))
-    assert catalog.known_peak("NVIDIA A100-SXM4-80GB")["mem_gbps"] == 2039
-    assert catalog.known_peak("AMD EPYC") is None
-    est = catalog.estimated_peak_tflops((8, 0), 108, 1410)
-    assert est is not None and round(est["fp16"]) == 312
+    a100 = peaks.match("NVIDIA A100-SXM4-80GB").row
+    assert a100 is not None and a100.mem_bw_gbps == 2039
+    assert peaks.match("AMD EPYC").row is None
+    est = peaks.estimate(None, (8, 0), 108, 1410)
+    assert est is not None and round(est.tflops("fp16")) == 312
 
 
 def test_parse_event_roundtrip_and_rejects() -> None:

@@ -231,15 +231,3 @@ def peak_row(ctx: Ctx) -> tuple[peaks.PeakRow | None, str | None]:
     if found.row is None:
         return None, None
     return found.row, "estimated" if found.estimated else "table"
-
-
-def peak_table(ctx: Ctx, what: str) -> tuple[dict[str, float] | None, str | None]:
-    """peak_row as a dtype-keyed dict ("fp16", …, "mem_gbps"); a bandwidth ("gbps") is
-    never estimated."""
-    row, source = peak_row(ctx)
-    if row is None or (what != "tflops" and source == "estimated"):
-        return None, None
-    out = {d: v for d in peaks.DTYPES if (v := row.tflops(d)) is not None}
-    if row.mem_bw_gbps:
-        out["mem_gbps"] = row.mem_bw_gbps
-    return out, source
