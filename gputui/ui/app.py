@@ -2,8 +2,9 @@
 
 The app composes and draws. Where its readings come from is its feed's business
 (gputui/telemetry/feed.py: opening NVML, the sampler, the recorder, the notifier); the
-feed hands it each frame — posted from the sampler's thread (`FrameReady`: the sampler
-never waits for a redraw), or on the event loop when the sampler is fed by hand (a
+feed hands it each frame — queued from the sampler's thread (one `FrameReady` waits at a
+time, so the sampler never waits for a redraw and a UI that is behind takes every frame
+waiting and draws once), or on the event loop when the sampler is fed by hand (a
 replay, tests). On the loop the frame goes into the view's History, its new alerts
 become toasts, and the monitor screen redraws itself from it; a screen on top is told
 (`SnapshotShown`). In replay mode a `ReplayController` plays the recording into the
@@ -18,6 +19,7 @@ import contextlib
 import gc
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -56,6 +58,9 @@ if TYPE_CHECKING:
 GC_PAUSE_MAX_S = 5.0
 # How long a hang-up waits for the sampler to stop and the recording to end.
 HANG_UP_WAIT_S = 1.0
+# Frames that wait for a UI that is behind (~11 KB each with 8 GPUs); past this the
+# oldest are dropped: ten minutes of ticks at 1 s.
+MAX_WAITING_FRAMES = 600
 
 
 class GputuiApp(App[int]):
@@ -91,6 +96,10 @@ class GputuiApp(App[int]):
         self.history = History(history_capacity(self.options.interval))
         self.buckets = TickBuckets(self.history)
         self.latest_frame: Frame | None = None
+        # Frames from the sampler's thread not yet taken in (see frame_posted); a UI held
+        # up for longer than MAX_WAITING_FRAMES ticks loses the oldest, not its memory.
+        self._waiting: deque[Frame] = deque(maxlen=MAX_WAITING_FRAMES)
+        self._frame_posted = False
         self._bench: BenchSession | None = None  # made when first asked for (`bench`)
         # The theme is set before the first screen is built, so its widgets are styled
         # once with it: set in on_mount, the CSS was parsed and applied a second time
@@ -177,7 +186,14 @@ class GputuiApp(App[int]):
     # --- frames in (gputui.telemetry.feed.FeedView) ------------------------------------------
 
     def frame_posted(self, frame: Frame) -> None:
-        self.post_message(FrameReady(frame))
+        # On the sampler's thread. One FrameReady waits at a time, whatever the number of
+        # frames: a UI that falls behind (a starved box, a short --interval) takes every
+        # frame waiting and draws once, where a message per frame queued them all, and
+        # memory grew by ~11 KB a frame for as long as it stayed behind.
+        self._waiting.append(frame)
+        if not self._frame_posted:
+            self._frame_posted = True
+            self.post_message(FrameReady())
 
     def frame_here(self, frame: Frame) -> None:
         self._take(frame)
@@ -187,9 +203,16 @@ class GputuiApp(App[int]):
         self.notify(text, title=title, severity="error", timeout=30, markup=False)
 
     async def on_frame_ready(self, message: FrameReady) -> None:
-        if self.feed.state is FeedState.LIVE:
-            self._take(message.frame)
-            await self._draw()
+        self._frame_posted = False  # first: a frame posted from now on posts again
+        waiting = self._waiting
+        if self.feed.state is not FeedState.LIVE:
+            waiting.clear()
+            return
+        if not waiting:
+            return
+        while waiting:
+            self._take(waiting.popleft())
+        await self._draw()
 
     async def on_frames_taken(self, message: FramesTaken) -> None:
         await self._draw()

@@ -10,11 +10,8 @@ from gputui.telemetry.model import Snapshot
 
 
 class FrameReady(Message):
-    """Posted by the sampler thread (never blocking on the UI): one tick's frame."""
-
-    def __init__(self, frame: Frame) -> None:
-        super().__init__()
-        self.frame = frame
+    """Posted by the sampler thread (never blocking on the UI): frames wait to be taken
+    in (the app's queue of them; one such message waits at a time)."""
 
 
 class SnapshotShown(Message):
