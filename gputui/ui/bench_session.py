@@ -57,6 +57,11 @@ def request_label(r: RunRequest) -> str:
         parts.append(f"· batch {r.batch_size}")
     if r.mode:
         parts.append(f"· {r.mode}")
+    # deepbench's lists where chosen; a default goes unsaid, as every other setting's.
+    lists = [text for value, text in ((r.op, r.op), (r.problem_set, f"{r.problem_set} set"),
+                                      (r.shape_set, f"{r.shape_set} shapes")) if value]
+    if lists:
+        parts.append("· " + " · ".join(lists))
     flags = [name for name, on in (("sweep", r.sweep), ("channels-last", r.channels_last),
                                    ("compile", r.compile), ("profile", r.profile)) if on]
     if (r.nproc or 1) > 1:

@@ -20,6 +20,7 @@ from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, 
 from textual.widgets.option_list import Option
 
 from gputui.bench import catalog
+from gputui.bench.deepbench import problems
 from gputui.bench.request import RunRequest, make_request
 from gputui.bench.run_queue import Planned
 from gputui.errors import UsageError
@@ -66,9 +67,13 @@ def parse_form(bench_name: str, values: Mapping[str, str | None]) -> RunRequest:
                              f"got {size!r}") from None
     if bench.kind == "infer" and values.get("mode"):
         kw["mode"] = values["mode"]
+    for wid, key, _label, _choices in CHOICE_FIELDS:
+        # As the CLI's flags: the catalog checks the choice (make_request, below).
+        if values.get(wid) and catalog_names(bench, key):
+            kw[key] = values[wid]
     for wid, key, label in PARAM_FIELDS:
         text = (values.get(wid) or "").strip()
-        if text and (key in bench.cpu or key in bench.cuda):
+        if text and catalog_names(bench, key):
             try:
                 kw.setdefault("params", {})[key] = int(text)
             except ValueError:
@@ -95,8 +100,16 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("f-compile", "compile", "torch.compile"),
     ("f-profile", "profile", "profile"),
 )
-# A benchmark's own whole-number parameters (Input id, params key, label), enabled for the
-# benchmarks whose catalog defaults name the key.
+# A benchmark's own choices (Select id, spec key, label, choices), shown only for the
+# benchmarks whose catalog defaults name the key (deepbench's --op, --set and --shapes);
+# blank means the catalog default, shown as the prompt.
+CHOICE_FIELDS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("f-op", "op", "op", problems.OP_CHOICES),
+    ("f-set", "problem_set", "set", problems.SETS),
+    ("f-shapes", "shape_set", "shapes", problems.SHAPE_SETS),
+)
+# A benchmark's own whole-number parameters (Input id, params key, label), shown only for
+# the benchmarks whose catalog defaults name the key.
 PARAM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("f-prompt-len", "prompt_len", "prompt len"),
     ("f-new-tokens", "new_tokens", "new tokens"),
@@ -105,6 +118,11 @@ EXTRA_INT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("f-threads", "threads", "CPU threads"),
     ("f-nproc", "nproc", "processes"),
 )
+
+
+def catalog_names(bench: catalog.Benchmark, key: str) -> bool:
+    """Whether the catalog's defaults for this benchmark name `key`: a setting of its own."""
+    return key in bench.cpu or key in bench.cuda
 
 
 def flag_applies(bench: catalog.Benchmark, key: str, mode: str | None = None) -> bool:
@@ -140,7 +158,8 @@ def size_field(bench: catalog.Benchmark) -> str | None:
 
 
 def default_hint(bench: catalog.Benchmark, key: str, device: str, mode: str | None) -> str:
-    """The placeholder: the catalog default for this device (both when device is auto)."""
+    """The placeholder: the catalog default for this device (both when device is auto, once
+    when they agree)."""
     kinds = ("cpu", "cuda") if device in ("", "auto") else (
         ("cuda",) if device.startswith("cuda") else ("cpu",))
     parts = []
@@ -148,9 +167,11 @@ def default_hint(bench: catalog.Benchmark, key: str, device: str, mode: str | No
         value = bench.defaults(kind, mode).get(key)
         if value is None:
             continue
-        text = f"{value:g} s" if key == "duration_s" else str(value)
-        parts.append(text if len(kinds) == 1 else f"{text} {'gpu' if kind == 'cuda' else kind}")
-    return " · ".join(parts) if parts else "—"
+        parts.append((f"{value:g} s" if key == "duration_s" else str(value),
+                      "gpu" if kind == "cuda" else kind))
+    if len(parts) == len(kinds) and len({text for text, _kind in parts}) == 1:
+        return parts[0][0]  # the same on every device it may run on: said once
+    return " · ".join(f"{text} {kind}" for text, kind in parts) if parts else "—"
 
 
 # The bench screen's own letter keys; a form field gives them up (FormField).
@@ -214,6 +235,11 @@ class BenchForm(VerticalScroll):
             yield Label("model")
             yield Select[str]([], id="f-model", compact=True, allow_blank=True,
                               prompt="—")
+        for wid, _key, label, choices in CHOICE_FIELDS:
+            with Horizontal(classes="field"):
+                yield Label(label)
+                yield Select[str]([(c, c) for c in choices], id=wid, compact=True,
+                                  allow_blank=True, prompt="default")
         with Horizontal(classes="field"):
             yield Label("device")
             yield FormField(placeholder="auto", id="f-device", compact=True,
@@ -321,6 +347,9 @@ class BenchForm(VerticalScroll):
             value = sel.value
             out[key] = None if value is Select.NULL else str(value)
             out[sel_id] = out[key]
+        for wid, _key, _label, _choices in CHOICE_FIELDS:
+            value = self.query_one(f"#{wid}", Select).value
+            out[wid] = None if value is Select.NULL else str(value)
         out["device"] = out.get("f-device")
         return out
 
@@ -365,10 +394,18 @@ class BenchForm(VerticalScroll):
                 prec.value = catalog.AUTO_PRECISION
             elif prec.value == catalog.AUTO_PRECISION:
                 prec.value = "fp32"
+        # A benchmark's own fields are shown only where they apply: the form stays as short
+        # as before elsewhere.
+        for wid, key, _label, _choices in CHOICE_FIELDS:
+            choice = self.query_one(f"#{wid}", Select)
+            choice.disabled = not catalog_names(bench, key)
+            if choice.parent is not None:
+                choice.parent.display = not choice.disabled
+            if choice.disabled:
+                choice.clear()
         for wid, key, _label in PARAM_FIELDS:
             field = self.query_one(f"#{wid}", Input)
-            field.disabled = key not in bench.cpu and key not in bench.cuda
-            # Shown only where they apply: the form stays as short as before elsewhere.
+            field.disabled = not catalog_names(bench, key)
             if field.parent is not None:
                 field.parent.display = not field.disabled
             if field.disabled:
@@ -410,6 +447,10 @@ class BenchForm(VerticalScroll):
         for wid, key in keys.items():
             widget = self.query_one(f"#{wid}", Input)
             widget.placeholder = default_hint(bench, key, device, mode) if key else "—"
+        for wid, key, _label, _choices in CHOICE_FIELDS:
+            # "default (all)": the default is also one of the choices, listed beside it.
+            hint = default_hint(bench, key, device, mode)
+            self.query_one(f"#{wid}", Select).prompt = f"default ({hint})"
 
     @on(Input.Changed, "#f-device")
     def _device_changed(self) -> None:

@@ -1,6 +1,7 @@
 """The run in progress (or the last one): progress, the throughput now and the headline,
 a chart of every progress window with throttled windows marked, latency or the per-phase
-split, memory, energy, the error of a failed run, and the tested GPU's live telemetry.
+split, memory, energy, a deepbench run's tables per op, the error of a failed run, and the
+tested GPU's live telemetry.
 
 The headline is the one number a run is known by everywhere (CLI, history, compare):
 samples ÷ seconds of the timed loop (gputui.bench.stats). Strings from the worker or a
@@ -38,6 +39,7 @@ from gputui.telemetry.throttle import ThrottleEpisode
 from gputui.telemetry.units import fmt_duration
 from gputui.ui.bench_session import LiveRun
 from gputui.ui.widgets.bench_chart import PhaseBar, SweepChart, ThroughputChart, window_ends
+from gputui.ui.widgets.bench_deepbench import DeepbenchTables
 
 STDERR_LINES_SHOWN = 8
 CARETS = re.compile(r"^[\s^~]*\^[\s^~]*$")  # traceback markers under a source line
@@ -121,6 +123,7 @@ class LiveRunView(VerticalScroll):
         yield SweepChart(id="sweep-chart")
         yield Static("", id="callout")
         yield Static("", id="live-stats")
+        yield DeepbenchTables(id="deepbench")
         yield PhaseBar(id="phases")
         yield Static("", id="telemetry")
 
@@ -133,6 +136,7 @@ class LiveRunView(VerticalScroll):
         self.query_one("#live-time", Static).update("")
         self.query_one("#live-progress", ProgressBar).update(total=100, progress=0)
         self.query_one("#telemetry", Static).update("")
+        self.query_one(DeepbenchTables).show_result(None)
 
     def show(self, live: LiveRun, episodes: list[ThrottleEpisode], now: datetime,
              snap: Snapshot | None, ongoing: Any) -> None:
@@ -147,16 +151,21 @@ class LiveRunView(VerticalScroll):
         else:
             bar.update(total=100, progress=100 * frac)
         headline = live.headline
+        # A probe's windows count calls or steps, its result TFLOP/s or GB/s (matmul,
+        # deepbench, …): the big number is the result's, so it reads in the result's unit,
+        # and is drawn on the windows' chart only where the two units are one.
+        unit = live.result.unit if live.result is not None and live.result.unit else live.unit
+        one_unit = not live.unit or unit == live.unit
         self.query_one("#live-time", Static).update(Text(time_line(live, now)))
         self.query_one("#tp-headline", Digits).update(fmt_big(headline))
-        self.query_one("#tp-unit", Static).update(Text(printable(live.unit or "")))
+        self.query_one("#tp-unit", Static).update(Text(printable(unit or "")))
         current = None if live.done else live.current
         self.query_one("#tp-now", Static).update(
             Text("" if current is None else f"last window {fmt_num(current)}"))
         failed = live.done and live.status == "failed"
         self.query_one(ThroughputChart).set_data(
             [p.throughput for p in live.points], live.throttled_flags(episodes, now),
-            refs=(headline,),
+            refs=(headline,) if one_unit else (),
             empty_text=(NO_WINDOWS if failed else "no timed windows" if live.done
                         else "waiting for the first window…"),
             x_s=window_ends([p.window_s for p in live.points]), unit=live.unit or "")
@@ -164,6 +173,7 @@ class LiveRunView(VerticalScroll):
             live.sweep_points or (list(live.result.points) if live.result else []))
         self._callout(live, episodes, now)
         self.query_one("#live-stats", Static).update(self._stats(live))
+        self.query_one(DeepbenchTables).show_result(live.result)
         phases = self.query_one(PhaseBar)
         phases.display = catalog.get(live.request.benchmark).kind == "train"
         phases.set_phases(live.phases_ms or (live.result.phases_ms if live.result else None),
