@@ -1,6 +1,6 @@
 """A deepbench result in the terminal: one Rich table per op (`bench.deepbench.tables`
-builds their titles, cells and slowest rows), the slowest shapes relative to the peak in
-red."""
+builds their titles, cells and slowest rows), the slowest shapes relative to the peak
+marked ▼ and in red, as the TUI marks them."""
 
 from __future__ import annotations
 
@@ -22,13 +22,17 @@ def deepbench_tables(r: Result) -> list[Table]:
     out = []
     for op in op_tables(r):
         # A title given as Text would lose the table's title style: escaped markup instead.
-        table = Table(title=no_markup(op.title + (", slowest vs peak in red" if op.slowest
+        table = Table(title=no_markup(op.title + (", ▼ slowest vs peak" if op.slowest
                                                   else "")))
+        if op.slowest:  # marked, not only coloured: a pipe or a log keeps the mark
+            table.add_column("", width=1, no_wrap=True)
         for col in op.columns:
             # A shape is never cut short.
             table.add_column(col.header, justify="right" if col.numeric else "left",
                              overflow="fold" if col.shape else "ellipsis")
         for i, cells in enumerate(op.rows):
-            table.add_row(*(Text(c) for c in cells), style="red" if i in op.slowest else "")
+            slow = i in op.slowest
+            mark = [Text("▼" if slow else "")] if op.slowest else []
+            table.add_row(*mark, *(Text(c) for c in cells), style="red" if slow else "")
         out.append(table)
     return out

@@ -63,13 +63,18 @@ def test_show_prints_a_table_per_op_with_the_slowest_marked(gputui: Any) -> None
     assert proc.returncode == 0, proc.stderr
     assert "DeepBench GEMM (m,n,k,a_t,b_t)" in proc.stdout
     assert "DeepBench all-reduce (floats)" in proc.stdout
-    assert "slowest vs peak in red" in " ".join(proc.stdout.split())  # a title may wrap
+    assert "▼ slowest vs peak" in " ".join(proc.stdout.split())  # a title may wrap
     assert "2560,7000,2560,t,n" in proc.stdout and "needs 2+ CUDA GPUs" in proc.stdout
     # The three lowest % of peak of the five GEMMs: 5 %, 20 %, 25 %.
     from gputui.bench.kind_extras import DeepbenchRow
 
     gemms = [DeepbenchRow.from_json(r) for r in ROWS_A[:5]]
     assert slowest(gemms) == {0, 2, 3}
+    # Marked in the text, not only in red: piped into a file the mark stays.
+    marked = [cells[1] for line in proc.stdout.splitlines()
+              if len(cells := [c.strip() for c in line.split("│")[1:-1]]) > 1
+              and cells[0] == "▼"]
+    assert marked == [ROWS_A[i]["shape"] for i in (0, 2, 3)]
 
 
 def test_slowest_needs_more_rows_than_it_marks() -> None:

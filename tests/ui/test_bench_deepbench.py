@@ -148,13 +148,16 @@ def _result(rid: str) -> Result:
     return Result.from_dict(doc)
 
 
-def _cli_rows(stdout: str) -> dict[str, list[str]]:
-    """`bench show`'s GEMM rows: shape → its cells."""
+def _cli_rows(stdout: str) -> dict[str, tuple[bool, list[str]]]:
+    """`bench show`'s GEMM rows: shape → (marked ▼, its cells)."""
+    shapes = {r["shape"] for r in ROWS}
     out = {}
     for line in stdout.splitlines():
         cells = [c.strip() for c in line.split("│")[1:-1]]
-        if cells and cells[0] in {r["shape"] for r in ROWS}:
-            out[cells[0]] = cells
+        if cells and cells[0] in shapes:  # a table with nothing marked: no mark column
+            out[cells[0]] = (False, cells)
+        elif len(cells) > 1 and cells[1] in shapes:
+            out[cells[1]] = (cells[0] == "▼", cells[1:])
     return out
 
 
@@ -185,8 +188,9 @@ async def test_a_finished_run_shows_bench_shows_tables_with_the_slowest_marked(
         assert "DeepBench GEMM (m,n,k,a_t,b_t) — train set, ▼ slowest vs peak" in text
         assert "DeepBench all-reduce (floats) — train set" in text
         assert "needs 2+ CUDA GPUs (this run sees 1)" in text
+        assert {shape for shape, (mark, _) in cli_rows.items() if mark} == SLOWEST
         marked = set()
-        for shape, cells in cli_rows.items():
+        for shape, (_, cells) in cli_rows.items():
             line = next(ln for ln in text.splitlines() if f" {shape} " in ln)
             pane = line.split("│")[-2] if "│" in line else line
             words = pane.replace("┃", " ").split()
