@@ -5,9 +5,11 @@ it changes, every segment as "set style, text, reset". Over ssh that is what the
 carries: a compact GPU row costs ~700 bytes a second when one digit changes. `ScreenDiff`
 keeps what the terminal shows (character and style of each cell written) and turns each
 of Textual's writes into the cells that differ from it, with a cursor move per run of
-changed cells and a style sequence only where the style changes. A run of one-cell
-characters is compared with the model in one go, cell by cell only where it changed:
-parsing Textual's output is most of what this costs.
+changed cells and a style sequence only where the style changes. Most of what Textual
+sends is what the terminal already shows, so that case is made cheap: Textual's usual
+segment (style, text, reset) is read as one token, and the model keeps each row as a
+string of its characters and a list of their styles, so an unchanged run of one-cell
+characters is two slice comparisons; cell by cell only where a run changed.
 
 Textual's screen output is a small language: absolute cursor moves (CSI row;col H),
 SGR styles (CSI ... m), text, and "\\r\\n" between the lines of a full repaint. Mode
@@ -40,20 +42,20 @@ from textual.drivers.linux_driver import LinuxDriver
 
 from gputui.ui import textual_adapter
 
-# The model keeps each row as a string, a character per cell, and a list of the cells'
-# SGR parameters: a run Textual sends again unchanged (most of them) is two slice
-# comparisons. Text never holds a control character, so two stand for what is not text.
+# Text never holds a control character: in the model's rows two stand for what is not text.
 UNKNOWN = "\x00"  # a cell not known (never written, or erased as a side effect)
 WIDE_TAIL = "\x01"  # the second cell of a wide character
 GAP = 4  # unchanged cells rewritten rather than skipped with a cursor move (~8 bytes)
 SYNC_START, SYNC_END = "\x1b[?2026h", "\x1b[?2026l"
 _ALT_SCREEN = {"47", "1047", "1049"}
 _TOKEN = re.compile(
-    r"\x1b\[([0-?]*)([ -/]*)([@-~])"  # CSI: parameters, intermediates, final
-    r"|\x1b[\]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC / DCS / APC / PM / SOS strings
+    # Textual's usual segment, read as one token: a style, text, the reset.
+    r"\x1b\[([0-9;]*)m([^\x00-\x1f\x7f\x1b]+)\x1b\[0?m"
+    r"|\x1b\[([0-?]*)([ -/]*)([@-~])"  # CSI: parameters, intermediates, final
+    r"|(\x1b[\]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC / DCS / APC / PM / SOS strings
     r"|\x1b"  # any other escape: not understood
     r"|[\x00-\x1f\x7f]"  # a control character
-    r"|[^\x00-\x1f\x7f\x1b]+")  # text
+    r"|[^\x00-\x1f\x7f\x1b]+)")  # text
 
 
 class _Unknown(Exception):
@@ -147,11 +149,17 @@ class ScreenDiff:
         col = 0
         width = self.size[0] if self.size else None
         moved = False  # a cursor move seen: the cursor's end position is known
-        for match in _TOKEN.finditer(data):
-            token = match.group()
-            params, inter, final = match.groups()
-            if final is not None:  # a CSI sequence
-                if final == "H" and not inter:
+        # Each token: a segment's style and text, a CSI's parts, or any other token.
+        for style, styled, params, inter, final, token in _TOKEN.findall(data):
+            if styled:  # style, text, reset
+                if row is None:
+                    raise _Unknown
+                col = self._text(row, col, styled, _sgr(pen, style), width, changed)
+                pen = ""
+            elif final:  # a CSI sequence
+                if final == "m" and not inter:
+                    pen = _sgr(pen, params)
+                elif final == "H" and not inter:
                     numbers = params.split(";")
                     if len(numbers) > 2 or not all(n.isdigit() or n == "" for n in numbers):
                         raise _Unknown
@@ -160,18 +168,9 @@ class ScreenDiff:
                     if row < 0 or col < 0:
                         raise _Unknown  # a 0 Textual does not write
                     moved = True
-                elif final == "m" and not inter:
-                    if params in ("", "0"):
-                        pen = ""
-                    elif params.startswith("0;"):
-                        pen = params[2:]
-                    elif not params[:1].isdigit():
-                        raise _Unknown
-                    else:
-                        pen = f"{pen};{params}" if pen else params
                 elif self._harmless(params, inter, final):
                     out.append(self._flush(changed, sent))
-                    out.append(token)
+                    out.append(f"\x1b[{params}{inter}{final}")
                     if final in "hl" and params[:1] == "?" and \
                             _ALT_SCREEN & set(params[1:].split(";")):
                         self.forget()
@@ -362,6 +361,17 @@ class DiffingDriver(LinuxDriver):
         """Something else wrote to the terminal: the next frame goes out whole (ctrl+l)."""
         with self._lock:
             self.screen_diff.forget()
+
+
+def _sgr(pen: str, params: str) -> str:
+    """The pen (SGR parameters in effect) after "CSI params m" is written with `pen`."""
+    if params in ("", "0"):
+        return ""
+    if params.startswith("0;"):
+        return params[2:]
+    if not params[:1].isdigit():
+        raise _Unknown
+    return f"{pen};{params}" if pen else params
 
 
 def diffing_driver() -> type[DiffingDriver] | None:
