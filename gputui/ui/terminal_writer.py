@@ -267,6 +267,7 @@ class ScreenDiff:
 
     @staticmethod
     def _set(line: _Line, col: int, char: str, pen: str) -> None:
+        """One cell of `line` is `char` in `pen` now."""
         line.chars = line.chars[:col] + char + line.chars[col + 1:]
         line.pens[col] = pen
 
