@@ -24,13 +24,22 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@dataclass
+class Writes:
+    """Textual's writes in a measurement: before the measured ticks, and during them."""
+
+    setup: list[str] = field(default_factory=list)
+    ticks: list[str] = field(default_factory=list)
+
+
 def measure(gpus: int, ticks: int, size: tuple[int, int], per_gpu: int = 2,
-            ) -> dict[str, float]:
+            record: Writes | None = None) -> dict[str, float]:
     from textual.drivers.headless_driver import HeadlessDriver
 
     from gputui.telemetry.sampler import Sampler
@@ -42,6 +51,7 @@ def measure(gpus: int, ticks: int, size: tuple[int, int], per_gpu: int = 2,
     diff = ScreenDiff()
     diff.resize(size)
     sent = [0]
+    written = record.setup if record is not None else None  # where Textual's writes go
 
     class Counting(HeadlessDriver):
         """Textual's frames through the writer's filter, counted instead of written."""
@@ -51,6 +61,8 @@ def measure(gpus: int, ticks: int, size: tuple[int, int], per_gpu: int = 2,
             return False  # Textual renders frames only for a driver with output
 
         def write(self, data: str) -> None:
+            if written is not None:
+                written.append(data)
             sent[0] += len(diff.write(data).encode())
 
     started = T0.timestamp() - 100.0  # running for 100 s: its TIME moves every second
@@ -63,6 +75,7 @@ def measure(gpus: int, ticks: int, size: tuple[int, int], per_gpu: int = 2,
         return snap(t, [gpu(i, t) for i in range(gpus)], procs)
 
     async def run() -> tuple[float, int]:
+        nonlocal written
         sampler = Sampler(interval=1.0, nvml=None)
         if "start_sampler" in inspect.signature(GputuiApp).parameters:  # a tree before the feed
             app = GputuiApp(AppOptions(), sampler=sampler, start_sampler=False)
@@ -74,6 +87,8 @@ def measure(gpus: int, ticks: int, size: tuple[int, int], per_gpu: int = 2,
             await pilot.pause()
             await pilot.pause()
             sent[0] = 0
+            if record is not None:
+                written = record.ticks
             cpu0 = time.process_time()
             for t in range(5, 5 + ticks):
                 feed(sampler, t, t + 1, make)

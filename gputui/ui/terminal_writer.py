@@ -5,9 +5,11 @@ it changes, every segment as "set style, text, reset". Over ssh that is what the
 carries: a compact GPU row costs ~700 bytes a second when one digit changes. `ScreenDiff`
 keeps what the terminal shows (character and style of each cell written) and turns each
 of Textual's writes into the cells that differ from it, with a cursor move per run of
-changed cells and a style sequence only where the style changes. A run of one-cell
-characters is compared with the model in one go, cell by cell only where it changed:
-parsing Textual's output is most of what this costs.
+changed cells and a style sequence only where the style changes. Most of what Textual
+sends is what the terminal already shows, so that case is made cheap: Textual's usual
+segment (style, text, reset) is read as one token, and the model keeps each row as a
+string of its characters and a list of their styles, so an unchanged run of one-cell
+characters is two slice comparisons; cell by cell only where a run changed.
 
 Textual's screen output is a small language: absolute cursor moves (CSI row;col H),
 SGR styles (CSI ... m), text, and "\\r\\n" between the lines of a full repaint. Mode
@@ -32,6 +34,7 @@ import os
 import re
 import sys
 import threading
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rich.cells import cell_len
@@ -39,29 +42,45 @@ from textual.drivers.linux_driver import LinuxDriver
 
 from gputui.ui import textual_adapter
 
-# One cell: (character, SGR parameters in effect); a wide character's second cell is
-# ("", style). None: not known (never written, or erased as a side effect).
-Cell = tuple[str, str]
+# Text never holds a control character: in the model's rows two stand for what is not text.
+UNKNOWN = "\x00"  # a cell not known (never written, or erased as a side effect)
+WIDE_TAIL = "\x01"  # the second cell of a wide character
 GAP = 4  # unchanged cells rewritten rather than skipped with a cursor move (~8 bytes)
 SYNC_START, SYNC_END = "\x1b[?2026h", "\x1b[?2026l"
 _ALT_SCREEN = {"47", "1047", "1049"}
 _TOKEN = re.compile(
-    r"\x1b\[([0-?]*)([ -/]*)([@-~])"  # CSI: parameters, intermediates, final
-    r"|\x1b[\]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC / DCS / APC / PM / SOS strings
+    # Textual's usual segment, read as one token: a style, text, the reset.
+    r"\x1b\[([0-9;]*)m([^\x00-\x1f\x7f\x1b]+)\x1b\[0?m"
+    r"|\x1b\[([0-?]*)([ -/]*)([@-~])"  # CSI: parameters, intermediates, final
+    r"|(\x1b[\]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC / DCS / APC / PM / SOS strings
     r"|\x1b"  # any other escape: not understood
     r"|[\x00-\x1f\x7f]"  # a control character
-    r"|[^\x00-\x1f\x7f\x1b]+")  # text
+    r"|[^\x00-\x1f\x7f\x1b]+)")  # text
 
 
 class _Unknown(Exception):
     """A write holds something the model does not follow."""
 
 
+@dataclass(slots=True)
+class _Line:
+    """One row of what the terminal shows, as long as its last cell written."""
+
+    chars: str = ""  # a character per cell, UNKNOWN or WIDE_TAIL where not text
+    pens: list[str] = field(default_factory=list)  # each cell's SGR parameters
+
+    def reach(self, end: int) -> None:
+        """Make the line at least `end` cells long (the new cells not known)."""
+        if len(self.chars) < end:
+            self.pens.extend([""] * (end - len(self.chars)))
+            self.chars = self.chars.ljust(end, UNKNOWN)
+
+
 class ScreenDiff:
     """What the terminal shows; `reduce(data)` is `data` less what is already there."""
 
     def __init__(self) -> None:
-        self.cells: dict[tuple[int, int], Cell] = {}
+        self.lines: dict[int, _Line] = {}  # rows with a cell written since `forget`
         self.size: tuple[int, int] | None = None
         self.cursor: tuple[int, int] | None = None  # where the terminal's cursor is
         self.sync_pending = False  # a synchronized-output start not sent yet
@@ -69,7 +88,7 @@ class ScreenDiff:
 
     def forget(self) -> None:
         """Nothing on the screen is known: the next writes go out whole."""
-        self.cells.clear()
+        self.lines.clear()
         self.cursor = None
         self._unread.clear()
 
@@ -97,7 +116,7 @@ class ScreenDiff:
         return data
 
     def reduce(self, data: str) -> str:
-        if not self.cells:
+        if not self.lines:
             # Nothing on the screen is known (the first frame, a resize, ctrl+l): no cell
             # can be left out, so Textual's bytes go out as they are, without waiting for
             # the model, which reads them afterwards (`catch_up`).
@@ -130,29 +149,28 @@ class ScreenDiff:
         col = 0
         width = self.size[0] if self.size else None
         moved = False  # a cursor move seen: the cursor's end position is known
-        for match in _TOKEN.finditer(data):
-            token = match.group()
-            params, inter, final = match.groups()
-            if final is not None:  # a CSI sequence
-                if final == "H" and not inter:
+        # Each token: a segment's style and text, a CSI's parts, or any other token.
+        for style, styled, params, inter, final, token in _TOKEN.findall(data):
+            if styled:  # style, text, reset
+                if row is None:
+                    raise _Unknown
+                col = self._text(row, col, styled, _sgr(pen, style), width, changed)
+                pen = ""
+            elif final:  # a CSI sequence
+                if final == "m" and not inter:
+                    pen = _sgr(pen, params)
+                elif final == "H" and not inter:
                     numbers = params.split(";")
                     if len(numbers) > 2 or not all(n.isdigit() or n == "" for n in numbers):
                         raise _Unknown
                     row = int(numbers[0] or 1) - 1
                     col = int(numbers[1] or 1) - 1 if len(numbers) == 2 else 0
+                    if row < 0 or col < 0:
+                        raise _Unknown  # a 0 Textual does not write
                     moved = True
-                elif final == "m" and not inter:
-                    if params in ("", "0"):
-                        pen = ""
-                    elif params.startswith("0;"):
-                        pen = params[2:]
-                    elif not params[:1].isdigit():
-                        raise _Unknown
-                    else:
-                        pen = f"{pen};{params}" if pen else params
                 elif self._harmless(params, inter, final):
                     out.append(self._flush(changed, sent))
-                    out.append(token)
+                    out.append(f"\x1b[{params}{inter}{final}")
                     if final in "hl" and params[:1] == "?" and \
                             _ALT_SCREEN & set(params[1:].split(";")):
                         self.forget()
@@ -191,6 +209,14 @@ class ScreenDiff:
             return True
         return (final, inter) in {("n", ""), ("q", " "), ("t", "")}
 
+    def _line(self, row: int, end: int) -> _Line:
+        """Row `row` of the model, at least `end` cells long."""
+        line = self.lines.get(row)
+        if line is None:
+            line = self.lines[row] = _Line()
+        line.reach(end)
+        return line
+
     def _text(self, row: int, col: int, text: str, pen: str, width: int | None,
               changed: set[tuple[int, int]]) -> int:
         """Write a run of text at (row, col) into the model; the next column."""
@@ -199,20 +225,20 @@ class ScreenDiff:
         if (width is None or end <= width) and _narrow(text):
             # The common case, a cell per character: compared in one go, and cell by
             # cell only where the run changed.
-            cells = self.cells
-            keys = [(row, c) for c in range(col, end)]
-            old = [cells.get(key) for key in keys]
-            new = [(char, pen) for char in text]
-            if old == new:
+            line = self.lines.get(row)
+            if line is not None and line.chars[col:end] == text and \
+                    line.pens[col:end] == [pen] * n:
                 return end
-            left, right = cells.get((row, col - 1)), cells.get((row, end))
-            if not any(cell is not None and cell[0] == "" for cell in old) and not (
-                    left is not None and cell_len(left[0]) == 2) and not (
-                    right is not None and right[0] == ""):
-                for key, before, cell in zip(keys, old, new, strict=True):
-                    if before != cell:
-                        cells[key] = cell
-                        changed.add(key)
+            line = self._line(row, end)
+            chars, pens = line.chars, line.pens
+            # Over half of a wide character, cell by cell: the terminal blanks the other.
+            if WIDE_TAIL not in chars[col:end] and chars[end:end + 1] != WIDE_TAIL and (
+                    col == 0 or _char_cells(chars[col - 1]) != 2):
+                for c in range(col, end):
+                    if chars[c] != text[c - col] or pens[c] != pen:
+                        changed.add((row, c))
+                line.chars = chars[:col] + text + chars[end:]
+                pens[col:end] = [pen] * n
                 return end
         for char in text:  # wide characters, or a run over one: cell by cell
             col = self._put(row, col, char, pen, width, changed)
@@ -221,31 +247,38 @@ class ScreenDiff:
     def _put(self, row: int, col: int, char: str, pen: str, width: int | None,
              changed: set[tuple[int, int]]) -> int:
         """Write one character at (row, col) into the model; the next column."""
-        w = cell_len(char)
+        w = _char_cells(char)
         if w not in (1, 2) or (width is not None and col + w > width):
             raise _Unknown  # zero-width, or wrapping at the margin
-        cells = self.cells
-        new = [(char, pen)] + [("", pen)] * (w - 1)
-        for i, cell in enumerate(new):
-            key = (row, col + i)
-            old = cells.get(key)
-            if old == cell:
+        line = self._line(row, col + w)
+        for i in range(w):
+            new = WIDE_TAIL if i else char
+            old = line.chars[col + i]
+            if old == new and line.pens[col + i] == pen:
                 continue
             # Overwriting half of a wide character erases the other half on the terminal.
-            if old is not None and old[0] == "" and i == 0:
+            if old == WIDE_TAIL and i == 0:
                 self._erase(row, col - 1, changed)
-            if old is not None and cell_len(old[0]) == 2 and i == w - 1:
+            if _char_cells(old) == 2 and i == w - 1:
                 self._erase(row, col + i + 1, changed)
-            cells[key] = cell
-            changed.add(key)
+            self._set(line, col + i, new, pen)
+            changed.add((row, col + i))
         return col + w
+
+    @staticmethod
+    def _set(line: _Line, col: int, char: str, pen: str) -> None:
+        """One cell of `line` is `char` in `pen` now."""
+        line.chars = line.chars[:col] + char + line.chars[col + 1:]
+        line.pens[col] = pen
 
     def _erase(self, row: int, col: int, changed: set[tuple[int, int]]) -> None:
         """The half of a wide character left when the other half is overwritten: the
         terminal blanks it; what it shows is not modelled."""
         if (row, col) in changed:
             raise _Unknown  # a cell written twice in one write: Textual's bytes as they are
-        self.cells.pop((row, col), None)
+        line = self.lines[row]
+        if 0 <= col < len(line.chars):
+            self._set(line, col, UNKNOWN, "")
 
     def _flush(self, changed: set[tuple[int, int]], sent: bool = False) -> str:
         """The changed cells, in runs, left to right; the pen reset at the end (none
@@ -255,14 +288,14 @@ class ScreenDiff:
         if sent:
             changed.clear()
             return ""
-        cells = self.cells
         out: list[str] = []
         pen = ""
         for row, start, end in self._runs(changed):
             out.append(f"\x1b[{row + 1};{start + 1}H")
+            line = self.lines[row]
             for col in range(start, end):
-                char, style = cells[(row, col)]
-                if not char:
+                char, style = line.chars[col], line.pens[col]
+                if char == WIDE_TAIL:
                     continue  # the second half of a wide character
                 if style != pen:
                     out.append(f"\x1b[0;{style}m" if style else "\x1b[0m")
@@ -277,28 +310,28 @@ class ScreenDiff:
     def _runs(self, changed: set[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """(row, start, end) runs covering `changed`, whole wide characters, joined
         across short stretches of known cells."""
-        cells = self.cells
         runs: list[list[int]] = []
         for row, col in sorted(changed):
-            if (row, col) not in cells:
+            chars = self.lines[row].chars
+            char = chars[col]
+            if char == UNKNOWN:
                 continue
             start = col
-            if cells[(row, col)][0] == "" and (row, col - 1) in cells:
+            if char == WIDE_TAIL and col > 0 and chars[col - 1] != UNKNOWN:
                 start = col - 1  # a wide character starts one cell earlier
             end = col + 1
-            if (row, end) in cells and cells[(row, end)][0] == "" and \
-                    cell_len(cells[(row, col)][0]) == 2:
+            if end < len(chars) and chars[end] == WIDE_TAIL and _char_cells(char) == 2:
                 end += 1
             last = runs[-1] if runs else None
             if last is not None and last[0] == row and (start <= last[2] or (
-                    start - last[2] <= GAP
-                    and all((row, c) in cells for c in range(last[2], start)))):
+                    start - last[2] <= GAP and UNKNOWN not in chars[last[2]:start])):
                 last[2] = max(last[2], end)  # next to the run (the common case), or a gap
             else:
                 runs.append([row, start, end])
         result = []
         for row, start, end in runs:
-            if cells[(row, start)][0] == "" and (row, start - 1) in cells:
+            chars = self.lines[row].chars
+            if chars[start] == WIDE_TAIL and start > 0 and chars[start - 1] != UNKNOWN:
                 start -= 1  # a bridged gap may begin inside a wide character
             result.append((row, start, end))
         return result
@@ -329,6 +362,17 @@ class DiffingDriver(LinuxDriver):
         """Something else wrote to the terminal: the next frame goes out whole (ctrl+l)."""
         with self._lock:
             self.screen_diff.forget()
+
+
+def _sgr(pen: str, params: str) -> str:
+    """The pen (SGR parameters in effect) after "CSI params m" is written with `pen`."""
+    if params in ("", "0"):
+        return ""
+    if params.startswith("0;"):
+        return params[2:]
+    if not params[:1].isdigit():
+        raise _Unknown
+    return f"{pen};{params}" if pen else params
 
 
 def diffing_driver() -> type[DiffingDriver] | None:
