@@ -31,14 +31,17 @@ class Reading:
 class ReaderThread:
     """One device's thread: opens the device, reads it once, then once per `ask`."""
 
-    def __init__(self, source: GpuSource, index: int, done: threading.Condition) -> None:
+    def __init__(self, source: GpuSource, index: int, done: threading.Condition,
+                 tick: _Tick) -> None:
         self.source = source
         self.index = index
         self.started_at = time.monotonic()
-        self._done = done  # notified (held by the caller) when a reading lands
+        self._done = done  # notified (held by the caller) when a tick's last reading lands
+        self._tick = tick
         self._wake = threading.Event()
         # Guarded by `done`'s lock:
         self.busy = True  # opening, or inside a read
+        self.awaited = False  # the tick in progress waits for this reading
         self.job = (True, True)  # (slow, processes) of the next read
         self.latest: Reading | None = None
         self.closed = False
@@ -70,7 +73,13 @@ class ReaderThread:
                 seq = self.latest.seq + 1 if self.latest else 1
                 self.latest = Reading(sample, processes, time.monotonic(), seq)
                 self.busy = False
-                self._done.notify_all()
+                if self.awaited:
+                    self.awaited = False
+                    self._tick.pending -= 1
+                    if not self._tick.pending:
+                        # Woken once a tick, by its last reading: a wake-up per device
+                        # cost the sampler's thread more than the readings' hand-over.
+                        self._done.notify_all()
             self._wake.wait()
             self._wake.clear()
 
@@ -79,13 +88,21 @@ class ReaderThread:
         self._wake.set()
 
 
+class _Tick:
+    """How many readings the tick in progress still waits for (under the readers' lock)."""
+
+    pending: int = 0
+
+
 class ReaderThreads:
     """Every device's reader, and the per-tick rule: fresh if answered, else stale."""
 
     def __init__(self, source: GpuSource) -> None:
         self.source = source
         self._done = threading.Condition()
-        self.threads = [ReaderThread(source, i, self._done) for i in range(source.count)]
+        self._tick = _Tick()
+        self.threads = [ReaderThread(source, i, self._done, self._tick)
+                        for i in range(source.count)]
         self._shown: dict[int, int] = {}  # device index → seq of the reading last returned
         self._procs: dict[int, tuple[GpuProcess, ...]] = {}
 
@@ -95,8 +112,13 @@ class ReaderThreads:
         (and for those still opening), take what answered."""
         with self._done:
             waiting = [t for t in self.threads
-                       if t.ask(slow, processes) or t.latest is None]
-            self._done.wait_for(lambda: not any(t.busy for t in waiting), timeout_s)
+                       if (t.ask(slow, processes) or t.latest is None) and t.busy]
+            for t in waiting:
+                t.awaited = True
+            self._tick.pending = len(waiting)
+            self._done.wait_for(lambda: not self._tick.pending, timeout_s)
+            for t in waiting:  # late ones (stale this tick) wake nobody
+                t.awaited = False
             latest = [(t.index, t.started_at, t.latest) for t in self.threads]
         now = time.monotonic()
         samples = []

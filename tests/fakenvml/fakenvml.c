@@ -661,6 +661,9 @@ struct nvmlDevice_st {
 /* ------------------------------------------------------------------------ */
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Broadcast (under g_lock) when the time, the scenario or NVML's init count changes: an
+ * event wait sleeps until its deadline, its next scheduled event or one of these. */
+static pthread_cond_t g_changed = PTHREAD_COND_INITIALIZER;
 static scenario_t *g_scen = NULL; /* NULL: nothing loaded yet */
 static struct nvmlDevice_st g_handles[MAX_DEVICES];
 static int g_refcount = 0;
@@ -1165,6 +1168,7 @@ static int load_scenario(const char *path)
     g_frozen = -1.0;
     g_total_calls = 0;
     memset(g_counts, 0, sizeof g_counts);
+    pthread_cond_broadcast(&g_changed);
     pthread_mutex_unlock(&g_lock);
     free(old);
     return 0;
@@ -1439,6 +1443,7 @@ EXPORT void fakenvml_set_time(double seconds)
     } else {
         g_frozen = seconds;
     }
+    pthread_cond_broadcast(&g_changed);
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -1551,6 +1556,7 @@ EXPORT nvmlReturn_t nvmlShutdown(void)
         rc = NVML_ERROR_UNINITIALIZED;
     else
         g_refcount--;
+    pthread_cond_broadcast(&g_changed);
     pthread_mutex_unlock(&g_lock);
     write_stats_file();
     return rc;
@@ -2466,9 +2472,14 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
     double deadline = mono_now() + timeoutms / 1000.0;
     for (;;) {
         double t = cur_time();
+        double next_t = HUGE_VAL; /* the scenario time of the next event still to come */
         for (int i = 0; i < g_scen->device_count; i++) {
             const fdev_t *d = &g_scen->dev[i];
             /* Only an error that happens after registration reaches the set. */
+            if ((set->mask[i] & nvmlEventTypeXidCriticalError) && !set->delivered[i] &&
+                d->xid_at_s >= set->registered_at[i] && d->xid_at_s > t &&
+                d->xid_at_s < next_t)
+                next_t = d->xid_at_s;
             if ((set->mask[i] & nvmlEventTypeXidCriticalError) && !set->delivered[i] &&
                 t >= d->xid_at_s && d->xid_at_s >= set->registered_at[i]) {
                 set->delivered[i] = 1;
@@ -2484,6 +2495,8 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
                 int *k = &set->clock_delivered[i];
                 while (*k < d->nclock && d->clock_at[*k] < set->registered_at[i])
                     (*k)++; /* before registration: never reaches this set */
+                if (*k < d->nclock && d->clock_at[*k] > t && d->clock_at[*k] < next_t)
+                    next_t = d->clock_at[*k];
                 if (*k < d->nclock && t >= d->clock_at[*k]) {
                     (*k)++;
                     data->device = &g_handles[i];
@@ -2500,12 +2513,19 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
         if (left_ms <= 0.0)
             return leave(NVML_ERROR_TIMEOUT);
         /* Wait without the lock so that other calls (and other threads) go on. The real
-         * driver sleeps in the kernel until an event; the fake polls its scenario, every
-         * 100 ms so that a listener blocked here costs the monitor next to nothing
-         * (at 20 ms it cost 0.14 % of a core, which benchmarks/tui_perf.py counted). */
-        pthread_mutex_unlock(&g_lock);
-        sleep_ms(left_ms < 100.0 ? (int)left_ms + 1 : 100);
-        pthread_mutex_lock(&g_lock);
+         * driver sleeps in the kernel until an event; so does the fake: until the
+         * deadline, the next event the scenario schedules (time running), or a change of
+         * the time, the scenario or the init count (g_changed). It polled every 100 ms
+         * before, which benchmarks/tui_perf.py counted as the monitor's CPU. */
+        double wait_s = left_ms / 1000.0;
+        if (g_frozen < 0.0 && next_t < HUGE_VAL && next_t - t < wait_s)
+            wait_s = next_t - t > 0.001 ? next_t - t : 0.001;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        long ns = until.tv_nsec + (long)((wait_s - (double)(long)wait_s) * 1e9);
+        until.tv_sec += (time_t)wait_s + ns / 1000000000L;
+        until.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&g_changed, &g_lock, &until);
         if (!g_scen || g_refcount <= 0)
             return leave(NVML_ERROR_UNINITIALIZED);
     }

@@ -88,3 +88,17 @@ def test_a_gpu_that_hangs_after_answering_keeps_its_last_values_marked_stale() -
     assert not stale[1].stale and stale[1].util_gpu_pct == before[1].util_gpu_pct + 1  # type: ignore[operator]
     readers.close()  # returns at once although GPU 0 is inside a call
     src.release.set()
+
+
+def test_a_tick_is_woken_once_by_its_last_reading_not_by_each() -> None:
+    src = Source(8)
+    readers = ReaderThreads(src)
+    readers.read(slow=False, processes=False, timeout_s=5.0)  # every device opened
+    wakes = []
+    notify_all = readers._done.notify_all
+    readers._done.notify_all = lambda: (wakes.append(1), notify_all())  # type: ignore[method-assign]
+    for tick in range(1, 6):
+        samples, _ = readers.read(slow=False, processes=False, timeout_s=5.0)
+        assert not any(s.stale for s in samples)  # every reading arrived in its tick
+        assert len(wakes) == tick  # and only the last one woke the tick
+    readers.close()
