@@ -46,7 +46,7 @@ from gputui.ui.messages import (
 from gputui.ui.options import AppOptions, live_feed
 from gputui.ui.screens.monitor import FirstShow, MonitorScreen
 from gputui.ui.terminal_writer import DiffingDriver, diffing_driver
-from gputui.ui.textual_adapter import app_driver
+from gputui.ui.textual_adapter import FORGET_REMOVED_EVERY_S, app_driver, forget_removed_widgets
 from gputui.ui.themes import DEFAULT_THEME, install_themes
 from gputui.ui.widgets.header import HeaderInfo, header_info
 
@@ -141,6 +141,8 @@ class GputuiApp(App[int]):
         # Garbage collection is paused while the monitor starts (commands/tui.py): on
         # again once the first reading is drawn (`_draw`), or after this long without one.
         self.set_timer(GC_PAUSE_MAX_S, _collect_garbage_again)
+        # Toasts, dialogs and screens come and go for as long as the monitor runs.
+        self.set_interval(FORGET_REMOVED_EVERY_S, forget_removed_widgets)
 
     def on_monitor_ready(self, message: MonitorReady) -> None:
         """The monitor screen's widgets exist: frames may come."""

@@ -37,6 +37,7 @@ from gputui.safe_text import printable
 from gputui.ui.screens.fleet_host import FleetHostScreen
 from gputui.ui.terminal_watch import watch_terminal
 from gputui.ui.terminal_writer import diffing_driver
+from gputui.ui.textual_adapter import FORGET_REMOVED_EVERY_S, forget_removed_widgets
 from gputui.ui.widgets.footer import KeyFooter
 from gputui.ui.widgets.host_list import HostList, header
 from gputui.ui.widgets.text_lines import TextLines
@@ -100,6 +101,8 @@ class FleetApp(App[None]):
         # Redrawn every interval even without news ("last seen … ago", retry countdowns),
         # unless news came within it.
         self.set_interval(self.interval, self._tick)
+        # Host screens and toasts come and go for as long as the view runs.
+        self.set_interval(FORGET_REMOVED_EVERY_S, forget_removed_widgets)
 
     def _tick(self) -> None:
         if time.monotonic() - self._shown_at >= self.interval * 0.9:

@@ -41,12 +41,17 @@ that simple, every line and cell goes straight to Textual. `set_cell` changes a 
 `update_cell` does (DataTable's `_data` and `_update_count`) but refreshes only the
 cell's row, where `update_cell` refreshes the whole table.
 
+`forget_removed_widgets()`: empties `StylesCache.get_inner_outer`'s LRU cache, whose keys
+keep removed widgets' style caches (and their drawn lines) alive; the monitor and the fleet
+view call it every FORGET_REMOVED_EVERY_S.
+
 `supported()` also decides whether the monitor and the fleet view write through the
 terminal writer (`terminal_writer.diffing_driver`): it follows Textual's output as the
 tested versions write it, so on another version the apps run with Textual's own driver.
 
-Nothing here patches Textual or Rich: it sets sizes on one table's own caches, and
-overrides one method in a subclass of its own.
+Nothing here patches Textual or Rich: it sets sizes on one table's own caches, empties
+one of Textual's caches through its public `cache_clear`, and overrides methods in a
+subclass of its own.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from typing import Any, TypeVar
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._styles_cache import StylesCache
 from textual.app import App
 from textual.coordinate import Coordinate
 from textual.driver import Driver
@@ -68,8 +74,11 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-__all__ = ["CellCachedTable", "app_driver", "bound_render_caches", "render_cache_sizes",
-           "supported"]
+__all__ = ["CellCachedTable", "app_driver", "bound_render_caches",
+           "forget_removed_widgets", "render_cache_sizes", "supported"]
+
+# How often the apps let go of what removed widgets left in Textual's style cache.
+FORGET_REMOVED_EVERY_S = 60.0
 
 CellType = TypeVar("CellType")
 
@@ -134,6 +143,25 @@ def render_cache_sizes(table: DataTable[object]) -> dict[str, int]:
     """How many entries each render cache holds now (for tests and the soak benchmark)."""
     return {name: len(getattr(table, name)) for name in _CACHES
             if getattr(table, name, None) is not None}
+
+
+def forget_removed_widgets() -> bool:
+    """Let go of the widgets Textual's `StylesCache.get_inner_outer` keeps; False (nothing
+    done) on a Textual this is not tested with.
+
+    That method is an `lru_cache(1024)` on an instance method: its keys hold the
+    StylesCache of every widget that drew — and with it every line that widget drew — after
+    the widget is removed. A toast, a dialog, a screen opened and closed each left ~10 KB
+    that way, up to 1,024 of them: a monitor raising an alert every two minutes grew
+    ~1.2 MB an hour for half a day. The cache maps two colours to two styles, so emptying
+    it now and then costs a few lookups."""
+    if not supported():
+        return False
+    clear = getattr(getattr(StylesCache, "get_inner_outer", None), "cache_clear", None)
+    if clear is None:
+        return False
+    clear()
+    return True
 
 
 def app_driver(app: App[Any]) -> Driver | None:

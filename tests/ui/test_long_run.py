@@ -93,3 +93,32 @@ def test_watch_and_headless_samplers_keep_no_history() -> None:
     # Only the latest snapshot and the (bounded) episode log: no ring buffers at all.
     assert not any(isinstance(v, History) for v in vars(s).values())
     assert s.latest is not None and s.latest.seq == 3
+
+
+async def test_screens_opened_and_closed_leave_nothing_behind(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Textual's style cache kept every removed widget's drawing (a toast, a dialog, a
+    screen): the monitor lets go of them on a timer (every minute; here 0.1 s)."""
+    import gc
+
+    from textual._styles_cache import StylesCache
+
+    import gputui.ui.app as app_module
+
+    def style_caches() -> int:
+        gc.collect()
+        return sum(isinstance(o, StylesCache) for o in gc.get_objects())
+
+    monkeypatch.setattr(app_module, "FORGET_REMOVED_EVERY_S", 0.1)
+    sampler = Sampler(interval=1.0)
+    app = GputuiApp(AppOptions(interval=1.0), sampler=sampler)
+    async with app.run_test(size=(140, 45)) as pilot:
+        sampler.ingest(_snap(0))
+        await pilot.pause(0.3)
+        before = style_caches()
+        for _ in range(15):
+            await pilot.press("question_mark")  # the help screen, drawn and closed
+            await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+        await pilot.pause(0.3)
+        assert style_caches() == before  # 45 widgets drawn and removed: none kept
