@@ -40,6 +40,9 @@ WEBHOOK_DEADLINE_S = 5.0  # one try, from connecting to the answer's last byte
 WEBHOOK_ATTEMPTS = 3  # the first try and two retries
 WEBHOOK_BACKOFF_S = 1.0  # before the first retry; doubled for each further one
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+# The longest Retry-After a sink waits for (429, 503): its events queue meanwhile. Asked
+# to wait longer, it gives the event up at once and says how long it was asked to wait.
+RETRY_AFTER_MAX_S = 60.0
 ANSWER_MAX_BYTES = 64 * 1024  # of an answer's body: read, then the connection is closed
 PROXY_ANSWER_MAX_BYTES = 16 * 1024  # a proxy's answer to CONNECT
 WATCH_POLL_S = 0.05  # how often the watchdog looks at the deadline and at `stop`
@@ -66,27 +69,35 @@ class WebhookSink:
     def send(self, event: Event, stop: threading.Event) -> None:
         body = event.to_json().encode("utf-8")
         reason = "not sent: gputui is ending"
+        asked_s: float | None = None  # the last answer's Retry-After
         for attempt in range(self.attempts):
-            if attempt and stop.wait(self.backoff_s * 2 ** (attempt - 1)):
-                break
+            if attempt:
+                wait_s = self.backoff_s * 2 ** (attempt - 1)
+                if stop.wait(wait_s if asked_s is None else max(wait_s, asked_s)):
+                    break
             if stop.is_set():
                 break
             try:
-                status, location = self._try(body, stop)
+                status, location, asked_s = self._try(body, stop)
             except _Permanent as exc:
                 raise DeliveryError(str(exc)) from None
             except DeliveryError as exc:
-                reason = str(exc)
+                reason, asked_s = str(exc), None
                 continue
             if 200 <= status < 300:
                 return
             reason = _status_words(self.url, status, location)
             if status not in RETRIED_STATUSES:
                 break
+            if asked_s is not None and asked_s > RETRY_AFTER_MAX_S:
+                reason += f", asked to retry after {asked_s:.0f} s"
+                break
         raise DeliveryError(reason)
 
-    def _try(self, body: bytes, stop: threading.Event) -> tuple[int, str | None]:
-        """One POST: the answer's status and Location header, or DeliveryError."""
+    def _try(self, body: bytes, stop: threading.Event
+             ) -> tuple[int, str | None, float | None]:
+        """One POST: the answer's status, Location header and Retry-After (seconds; for a
+        429 or 503 only), or DeliveryError."""
         # Imported on the first delivery: the monitor's start reads this module.
         import http.client
 
@@ -110,9 +121,11 @@ class WebhookSink:
             conn.request("POST", route.target, body, headers)
             resp = conn.getresponse()
             status, location = resp.status, resp.getheader("Location")
+            asked = retry_after_s(resp.getheader("Retry-After")) if status in (429, 503) \
+                else None
             with contextlib.suppress(Exception):  # the status is the verdict; the body is
                 resp.read(ANSWER_MAX_BYTES)  # read (bounded) only to close politely
-            return status, location
+            return status, location, asked
         except Exception as exc:
             if watchdog.fired == "stop":
                 raise DeliveryError("not sent: gputui is ending") from None
@@ -286,6 +299,23 @@ def _shutdown(sock: socket.socket) -> None:
     # Wakes a recv, send or TLS handshake blocked on the connection in another thread.
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """A Retry-After header in seconds from now (RFC 9110: delay-seconds or an HTTP date);
+    None when absent or not understood."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        from email.utils import parsedate_to_datetime
+
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
 
 
 def _status_words(url: str, status: int, location: str | None) -> str:

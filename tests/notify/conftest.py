@@ -23,6 +23,8 @@ class Receiver:
         self.status = status
         self.script: list[int] = []  # statuses for the next requests, before `status`
         self.location: str | None = None  # sent as the Location header when set
+        self.retry_after: str | None = None  # sent as the Retry-After header when set
+        self.times: list[float] = []  # time.monotonic() of each request
         self.bodies: list[dict[str, object]] = []
         self.paths: list[str] = []
         self.headers: list[dict[str, str]] = []
@@ -34,6 +36,7 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with receiver.got:
                     receiver.paths.append(self.path)
+                    receiver.times.append(time.monotonic())
                     receiver.headers.append(dict(self.headers))
                     receiver.bodies.append(json.loads(body))
                     status = receiver.script.pop(0) if receiver.script else receiver.status
@@ -41,6 +44,8 @@ class Receiver:
                 self.send_response(status)
                 if receiver.location is not None:
                     self.send_header("Location", receiver.location)
+                if receiver.retry_after is not None:
+                    self.send_header("Retry-After", receiver.retry_after)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")

@@ -14,7 +14,7 @@ import pytest
 from gputui.notify.events import EventTracker
 from gputui.notify.notifier import Notifier, summary_lines
 from gputui.notify.sinks import DeliveryError
-from gputui.notify.webhook import WebhookSink
+from gputui.notify.webhook import WebhookSink, retry_after_s
 from tests.notify.conftest import TLS_DIR, Dripper, Receiver, Silent, TlsReceiver
 from tests.notify.test_sinks import EVENT, SECRET
 
@@ -72,6 +72,30 @@ def test_a_refusal_is_tried_once(receiver: Receiver, status: int) -> None:
     with pytest.raises(DeliveryError, match=rf"^HTTP {status}$"):
         quick(receiver.url()).send(EVENT, threading.Event())
     assert len(receiver.bodies) == 1
+
+
+def test_a_retry_after_is_waited_for_before_the_next_try(receiver: Receiver) -> None:
+    receiver.script = [429]  # then 200
+    receiver.retry_after = "1"
+    quick(receiver.url()).send(EVENT, threading.Event())  # backoff 0.01 s: the header rules
+    assert len(receiver.bodies) == 2
+    assert receiver.times[1] - receiver.times[0] >= 1.0
+
+
+def test_a_retry_after_too_long_gives_the_event_up_and_says_why(receiver: Receiver) -> None:
+    receiver.status = 503
+    receiver.retry_after = "3600"
+    with pytest.raises(DeliveryError, match=r"^HTTP 503, asked to retry after 3600 s$"):
+        quick(receiver.url()).send(EVENT, threading.Event())
+    assert len(receiver.bodies) == 1  # not asked again within the hour it asked for
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    assert retry_after_s("120") == 120.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412450.0) == 30.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412500.0) == 0.0  # past
+    assert retry_after_s("soon") is None and retry_after_s("-5") is None
+    assert retry_after_s(None) is None
 
 
 def test_a_retry_that_succeeds_delivers_once(receiver: Receiver) -> None:
