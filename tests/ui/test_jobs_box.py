@@ -177,3 +177,26 @@ async def test_a_narrow_box_keeps_power_and_joules_per_step() -> None:
         await pilot.pause()
         text = screen_text(app)
         assert "POWER" in text and "J/STEP" in text and "J/TOKEN" not in text
+
+
+async def test_the_box_grows_and_shrinks_with_its_jobs() -> None:
+    """Figures moving keep the box's height (no layout pass each tick); a job coming or
+    going changes it, and every row is shown."""
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        for t in range(3):
+            sampler.ingest(frame_at(t))
+            await pilot.pause()
+        box = app.query_one(JobsBox)
+        one = box.size.height
+        assert "train_gpt.py" in screen_text(app)
+        for t in range(3, 6):
+            sampler.ingest(frame_at(t, second_job=True))
+            await pilot.pause()
+        assert box.size.height == one + 1
+        text = screen_text(app)
+        assert "train_gpt.py" in text and "data-bound.py" in text
+        # The second job is no longer reported: its row goes, and the box shrinks.
+        sampler.ingest(frame_at(6))
+        await pilot.pause()
+        assert box.size.height == one and "data-bound.py" not in screen_text(app)

@@ -78,6 +78,7 @@ class JobsBox(Static):
         self._last: tuple[tuple[JobReading, ...], dict[int, JobState]] = ((), {})
         self._ended: dict[int, tuple[JobReading, float]] = {}  # pid → (last reading, when)
         self._now = 0.0
+        self._height: int | None = None  # lines of the table shown, at its width
 
     def take(self, frame: Frame) -> None:
         """Every frame (drawn or not) goes into the sparklines' history."""
@@ -117,12 +118,24 @@ class JobsBox(Static):
         self.display = bool(jobs)
         self._last = (jobs, states)
         if jobs:
-            self.update(self.render_jobs(jobs, states, self.app.size.width))
+            self._draw(self.render_jobs(jobs, states, self.app.size.width))
 
     def on_resize(self) -> None:
         jobs, states = self._last
         if jobs:
-            self.update(self.render_jobs(jobs, states, self.app.size.width))
+            self._height = None  # a new width: measured again
+            self._draw(self.render_jobs(jobs, states, self.app.size.width))
+
+    def _draw(self, table: Table) -> None:
+        """Show `table`; the screen is laid out again only when the box's height changes.
+        A job's figures move every tick, and a layout pass each time (Static.update's
+        default) cost more than everything else the tick drew."""
+        width = self.content_region.width or self.app.size.width
+        console = self.app.console
+        height = len(console.render_lines(table, console.options.update_width(width),
+                                          pad=False))
+        self.update(table, layout=height != self._height)
+        self._height = height
 
     def render_jobs(self, jobs: tuple[JobReading, ...], states: dict[int, JobState],
                     width: int = WIDE_COLUMNS) -> Table:
