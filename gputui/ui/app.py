@@ -195,7 +195,8 @@ class GputuiApp(App[int]):
         self._waiting.append(frame)
         if not self._frame_posted:
             self._frame_posted = True
-            self.post_message(FrameReady())
+            if not self.post_message(FrameReady()):  # closing: the next frame tries again
+                self._frame_posted = False
 
     def frame_here(self, frame: Frame) -> None:
         self._take(frame)
