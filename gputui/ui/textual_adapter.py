@@ -65,7 +65,6 @@ from typing import Any, TypeVar
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual._styles_cache import StylesCache
 from textual.app import App
 from textual.coordinate import Coordinate
 from textual.driver import Driver
@@ -74,7 +73,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-__all__ = ["CellCachedTable", "app_driver", "bound_render_caches",
+__all__ = ["FORGET_REMOVED_EVERY_S", "CellCachedTable", "app_driver", "bound_render_caches",
            "forget_removed_widgets", "render_cache_sizes", "supported"]
 
 # How often the apps let go of what removed widgets left in Textual's style cache.
@@ -156,6 +155,10 @@ def forget_removed_widgets() -> bool:
     ~1.2 MB an hour for half a day. The cache maps two colours to two styles, so emptying
     it now and then costs a few lookups."""
     if not supported():
+        return False
+    try:  # a private module: imported only on a version it is known to be in
+        from textual._styles_cache import StylesCache
+    except ImportError:
         return False
     clear = getattr(getattr(StylesCache, "get_inner_outer", None), "cache_clear", None)
     if clear is None:

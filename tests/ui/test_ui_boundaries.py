@@ -258,3 +258,18 @@ def test_pyproject_bounds_textual_to_what_the_adapter_is_tested_with() -> None:
     bounds = (tuple(int(x) for x in low.split(".")[:2]), tuple(int(x) for x in high.split(".")[:2]))
     assert all(bounds[0] <= v < bounds[1] for v in TESTED_VERSIONS), (line, TESTED_VERSIONS)
     assert supported() and textual_version() in TESTED_VERSIONS  # the installed one
+
+
+def test_the_adapter_imports_where_textuals_private_modules_are_gone() -> None:
+    """A Textual that moved its private modules still runs the monitor: the adapter
+    reaches them only when asked, on a version it knows, and says False there."""
+    import subprocess
+
+    code = ("import sys, textual.app\n"  # Textual's own use of it is loaded; then gone
+            "sys.modules['textual._styles_cache'] = None\n"
+            "from gputui.ui import textual_adapter\n"
+            "print(textual_adapter.forget_removed_widgets())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=UI.parents[1], timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
