@@ -37,9 +37,9 @@ DataTable's `_render_line_in_row` without its per-line style lookups, which it r
 for every line (the styles are looked up once per repaint here). The signatures and the
 private state it reads (`_show_hover_cursor`, `_pseudo_class_state`,
 `_labelled_row_exists`) are Textual's; on an untested version, or a table that is not
-that simple, every line and cell goes straight to Textual. `set_cell` changes a cell as
+that simple, every line and cell goes straight to Textual. `set_cells` changes cells as
 `update_cell` does (DataTable's `_data` and `_update_count`) but refreshes only the
-cell's row, where `update_cell` refreshes the whole table.
+cells' row, once, where `update_cell` refreshes the whole table for each.
 
 `forget_removed_widgets()`: empties `StylesCache.get_inner_outer`'s LRU cache, whose keys
 keep removed widgets' style caches (and their drawn lines) alive; the monitor and the fleet
@@ -57,7 +57,7 @@ subclass of its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -207,18 +207,20 @@ class CellCachedTable(DataTable[CellType]):
         self._cell_renders.clear()  # the theme or the CSS changed: every cell's look
         super().notify_style_update()
 
-    def set_cell(self, row_key: str, column_key: str, value: CellType) -> None:
-        """`update_cell` (no width update) that draws again only the cell's row, where
-        DataTable's refreshes the whole table: with the processes' running times moving
-        at every reading, that drew the header and every blank line below the rows too."""
-        if not supported():
-            self.update_cell(row_key, column_key, value)
+    def set_cells(self, row_key: str, values: Mapping[str, CellType]) -> None:
+        """`update_cell` (no width update) for cells of one row, which draws again only
+        that row, once, where DataTable's refreshes the whole table for each cell: with
+        the processes' running times moving at every reading, that drew the header and
+        every blank line below the rows too."""
+        row = RowKey(row_key)
+        if (not supported() or row not in self._row_locations
+                or not all(ColumnKey(c) in self._column_locations for c in values)):
+            for column_key, value in values.items():  # (with DataTable's own errors)
+                self.update_cell(row_key, column_key, value)
             return
-        row, column = RowKey(row_key), ColumnKey(column_key)
-        if row not in self._row_locations or column not in self._column_locations:
-            self.update_cell(row_key, column_key, value)  # DataTable's own error
-            return
-        self._data[row][column] = value
+        data = self._data[row]
+        for column_key, value in values.items():
+            data[ColumnKey(column_key)] = value
         self._update_count += 1  # DataTable's render caches are keyed by it
         self.refresh_row(self._row_locations.get(row))
 

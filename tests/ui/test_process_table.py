@@ -370,3 +370,30 @@ async def test_a_reading_that_moves_values_draws_those_rows_again_not_the_table(
         assert dirty, "the moved rows were not marked for drawing"
         assert {y for r in dirty for y in range(r.y, r.bottom)} == rows
         assert all(r.x == offset.x for r in dirty)
+
+
+async def test_groups_tied_on_the_sorted_value_move_when_their_process_counts_change() -> None:
+    """Rows tied on the sorted column are ordered by their first columns; a group's
+    (PROCS, GPUS) change with its processes, and the order follows them."""
+    app, sampler = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        sampler.ingest(snap(0, [gpu(0)], [proc(11, 0, 10, user="alice"),
+                                          proc(21, 0, 10, user="bob"),
+                                          proc(22, 0, 10, user="bob")]))
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        table.set_grouping("user")
+        table.set_sort("sm_util", True)  # N/A for every group: all tied
+
+        def order() -> list[str]:
+            return [str(table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value)
+                    for i in range(table.row_count)]
+
+        await pilot.pause()
+        assert order() == ["group:bob", "group:alice"]  # 2 processes before 1
+        sampler.ingest(snap(20 * PROCESS_REFRESH_S, [gpu(0)], [
+            proc(11, 0, 10, user="alice"), proc(12, 0, 10, user="alice"),
+            proc(13, 0, 10, user="alice"), proc(21, 0, 10, user="bob"),
+            proc(22, 0, 10, user="bob")]))
+        await pilot.pause()
+        assert order() == ["group:alice", "group:bob"]

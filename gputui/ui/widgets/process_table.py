@@ -169,6 +169,9 @@ OPTIONAL: tuple[tuple[str, int], ...] = (
     ("power", COMMAND_WANT_EXTRAS), ("sm_util", COMMAND_WANT_SM), ("rss", COMMAND_WANT),
     ("time", COMMAND_WANT), ("cpu", COMMAND_WANT), ("gpus", COMMAND_WANT_EXTRAS))
 USER_MIN_WIDTH = 6
+# Rows with equal sorted values keep the order of their first columns: GPU and PID for
+# processes, PROCS and GPUS for groups (which change as processes come and go).
+TIE_BREAKERS = 2
 
 
 class Cell:
@@ -361,13 +364,18 @@ class ProcessTable(CellCachedTable[Cell]):
                 continue
             old = self._shown[key]
             cells = self._cells(key, row, old)
-            for col, (a, b) in zip(self.column_keys, zip(old, cells, strict=True),
-                                   strict=True):
+            moved: dict[str, Cell] = {}
+            for i, (col, (a, b)) in enumerate(zip(self.column_keys, zip(old, cells, strict=True),
+                                                  strict=True)):
                 if a is not b:
                     if col in self.shown_columns:
-                        self.set_cell(key, col, b)  # draws that row again, not the table
+                        moved[col] = b
                     changed = True
-                    reorder = reorder or (col == self.sort_column and a.raw != b.raw)
+                    # What the rows are sorted by: the column, then the first ones.
+                    reorder = reorder or (a.raw != b.raw
+                                          and (col == self.sort_column or i < TIE_BREAKERS))
+            if moved:
+                self.set_cells(key, moved)  # draws that row again, not the table
             self._shown[key] = cells
         self._rows = new
         absent = self._absent_columns()
@@ -409,7 +417,7 @@ class ProcessTable(CellCachedTable[Cell]):
             # Missing values go last whichever way the column is sorted; then the order
             # the rows are known by (GPU and PID for processes).
             return (not missing if reverse else missing, raw if not missing else 0,
-                    *(c.raw for c in shown[name][:2]))
+                    *(c.raw for c in shown[name][:TIE_BREAKERS]))
 
         self.sort(key=key, reverse=reverse)
         if keep is not None:
