@@ -21,11 +21,12 @@ always what Textual's own output would have made it. The model is also forgotten
 terminal's size changes, when the alternate screen is entered or left, and when the
 application mode (re)starts (after ctrl+z, say).
 
-`DiffingDriver` is Textual's Linux driver with this filter in front of its writer; the
-apps pick it through Textual's public `App(driver_class=diffing_driver())`. The grammar
-above is Textual's output as the Textual versions the adapter is tested with write it, so
-`diffing_driver()` gives it only there (`textual_adapter.supported`); on any other
-version the apps run with Textual's own driver and its bytes go out as Textual made them.
+`DiffingDriver` is Textual's Linux driver with this filter in front of its writer (and
+the adapter's input thread, which sleeps until there is input); the apps pick it through
+Textual's public `App(driver_class=diffing_driver())`. The grammar above is Textual's
+output as the Textual versions the adapter is tested with write it, so `diffing_driver()`
+gives it only there (`textual_adapter.supported`); on any other version the apps run with
+Textual's own driver and its bytes go out as Textual made them.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rich.cells import cell_len
-from textual.drivers.linux_driver import LinuxDriver
 
 from gputui.ui import textual_adapter
 
@@ -337,8 +337,9 @@ class ScreenDiff:
         return result
 
 
-class DiffingDriver(LinuxDriver):
-    """Textual's Linux driver writing only the cells that changed (see module doc)."""
+class DiffingDriver(textual_adapter.QuietInputDriver):
+    """Textual's Linux driver writing only the cells that changed (see module doc), its
+    input thread asleep until there is input."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

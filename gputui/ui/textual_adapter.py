@@ -56,7 +56,12 @@ subclass of its own.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import selectors
+import threading
+from codecs import getincrementaldecoder
 from collections.abc import Hashable, Mapping
 from functools import cache
 from pathlib import Path
@@ -65,16 +70,19 @@ from typing import Any, TypeVar
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import constants
 from textual.app import App
 from textual.coordinate import Coordinate
 from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-__all__ = ["FORGET_REMOVED_EVERY_S", "CellCachedTable", "app_driver", "bound_render_caches",
-           "forget_removed_widgets", "render_cache_sizes", "supported"]
+__all__ = ["FORGET_REMOVED_EVERY_S", "CellCachedTable", "QuietInputDriver", "app_driver",
+           "bound_render_caches", "forget_removed_widgets", "render_cache_sizes",
+           "supported"]
 
 # How often the apps let go of what removed widgets left in Textual's style cache.
 FORGET_REMOVED_EVERY_S = 60.0
@@ -174,6 +182,84 @@ def app_driver(app: App[Any]) -> Driver | None:
         return app._driver
     except AttributeError:
         return None
+
+
+class _WakingEvent(threading.Event):
+    """The input thread's exit event, which also wakes the thread's select when set."""
+
+    def __init__(self, wake_fd: int) -> None:
+        super().__init__()
+        self.wake_fd = wake_fd
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # full (it is awake already) or closed
+            os.write(self.wake_fd, b"x")
+
+
+class QuietInputDriver(LinuxDriver):
+    """Textual's Linux driver whose input thread sleeps until a key arrives or the app
+    leaves. Textual's looks every 0.1 s (its select's timeout), ten wakeups a second that
+    cost a monitor at rest ~0.1 % of a core here. After input it still looks every
+    ESCAPE_DELAY until two looks in a row find nothing, so the parser's tick reports a
+    lone ESC (or an escape sequence cut short) as Textual's loop does. Leaving wakes the
+    thread through a pipe written when its exit event is set, where Textual's waits out
+    its timeout (and a last 0.1 s select once it stopped reading).
+
+    `run_input_thread` is Textual's, with the parser (a private module) and the
+    driver's private debug flag; on an untested version, or where those are gone, it is
+    Textual's own loop."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        self.exit_event = _WakingEvent(wake_write)
+
+    def close(self) -> None:
+        super().close()
+        for fd in (self.wake_read, self.exit_event.wake_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def run_input_thread(self) -> None:
+        try:
+            if not supported():
+                raise ImportError
+            from textual._parser import ParseError
+            from textual._xterm_parser import XTermParser
+
+            parser = XTermParser(self._debug)
+        except (ImportError, AttributeError, TypeError):
+            super().run_input_thread()
+            return
+        decode = getincrementaldecoder("utf-8")().decode
+        selector = selectors.SelectSelector()  # as Textual's (a tty on any platform)
+        selector.register(self.fileno, selectors.EVENT_READ, "input")
+        selector.register(self.wake_read, selectors.EVENT_READ, "wake")
+        quiet_looks = 2
+        try:
+            while not self.exit_event.is_set():
+                timeout = None if quiet_looks >= 2 else constants.ESCAPE_DELAY
+                quiet_looks += 1
+                for key, _ in selector.select(timeout):
+                    if key.data == "wake":
+                        os.read(self.wake_read, 64)
+                        continue
+                    data = decode(os.read(self.fileno, 4096))
+                    if not data:  # end of a piped input: nothing more will come
+                        selector.unregister(self.fileno)
+                        continue
+                    quiet_looks = 0
+                    for event in parser.feed(data):
+                        self.process_message(event)
+                for event in parser.tick():
+                    self.process_message(event)
+        finally:
+            selector.close()
+            with contextlib.suppress(EOFError, ParseError):
+                for _ in parser.feed(""):
+                    pass
 
 
 class CellCachedTable(DataTable[CellType]):
