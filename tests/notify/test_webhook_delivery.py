@@ -98,6 +98,38 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_s(None) is None
 
 
+def test_a_retry_after_of_non_ascii_digits_is_ignored_not_an_error(receiver: Receiver) -> None:
+    receiver.status = 429
+    receiver.retry_after = "²"  # isdigit() says yes; float() refuses it
+    with pytest.raises(DeliveryError, match=r"^HTTP 429$"):
+        quick(receiver.url()).send(EVENT, threading.Event())
+    assert len(receiver.bodies) == 3  # retried as any 429 without a usable Retry-After
+
+
+def test_a_huge_retry_after_is_said_as_a_finite_wait(receiver: Receiver) -> None:
+    receiver.status = 429
+    receiver.retry_after = "1" * 400  # float() of it is inf
+    with pytest.raises(DeliveryError, match=r"^HTTP 429, asked to retry after 1000000000 s$"):
+        quick(receiver.url()).send(EVENT, threading.Event())
+    assert len(receiver.bodies) == 1
+
+
+@pytest.fixture
+def local_time_5h_west(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "EST5")  # POSIX form: needs no tz database
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("local_time_5h_west")
+def test_a_retry_after_date_in_minus_0000_is_utc_not_local_time() -> None:
+    # RFC 5322's "-0000" is UTC; email.utils reads it as a naive datetime.
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 -0000", now=1445412450.0) == 30.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412450.0) == 30.0
+
+
 def test_a_retry_that_succeeds_delivers_once(receiver: Receiver) -> None:
     receiver.script = [503, 502]
     quick(receiver.url()).send(EVENT, threading.Event())
