@@ -1497,6 +1497,7 @@ EXPORT void fakenvml_force_shutdown(void)
 {
     pthread_mutex_lock(&g_lock);
     g_refcount = 0;
+    pthread_cond_broadcast(&g_changed); /* a blocked event wait ends: UNINITIALIZED */
     pthread_mutex_unlock(&g_lock);
 }
 
