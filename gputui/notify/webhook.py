@@ -29,6 +29,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC
 from urllib.parse import unquote, urljoin, urlsplit
 
 from gputui import __version__
@@ -43,6 +44,7 @@ RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 # The longest Retry-After a sink waits for (429, 503): its events queue meanwhile. Asked
 # to wait longer, it gives the event up at once and says how long it was asked to wait.
 RETRY_AFTER_MAX_S = 60.0
+RETRY_AFTER_LONGEST_S = 1e9  # a header's wait is read as at most this (about 32 years)
 ANSWER_MAX_BYTES = 64 * 1024  # of an answer's body: read, then the connection is closed
 PROXY_ANSWER_MAX_BYTES = 16 * 1024  # a proxy's answer to CONNECT
 WATCH_POLL_S = 0.05  # how often the watchdog looks at the deadline and at `stop`
@@ -307,12 +309,18 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    # RFC 9110's digits are ASCII; isdigit alone passes "²", which float() refuses.
+    if value.isascii() and value.isdigit():
+        # A wait past RETRY_AFTER_MAX_S is given up at once all the same; the bound keeps a
+        # huge header's figure finite in the words that say so.
+        return min(float(value), RETRY_AFTER_LONGEST_S)
     try:
         from email.utils import parsedate_to_datetime
 
-        when = parsedate_to_datetime(value).timestamp()
+        date = parsedate_to_datetime(value)
+        if date.tzinfo is None:  # "-0000": UTC of unknown origin (RFC 5322), not local time
+            date = date.replace(tzinfo=UTC)
+        when = date.timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     return max(0.0, when - (time.time() if now is None else now))

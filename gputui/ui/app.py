@@ -190,8 +190,8 @@ class GputuiApp(App[int]):
     def frame_posted(self, frame: Frame) -> None:
         # On the sampler's thread. One FrameReady waits at a time, whatever the number of
         # frames: a UI that falls behind (a starved box, a short --interval) takes every
-        # frame waiting and draws once, where a message per frame queued them all, and
-        # memory grew by ~11 KB a frame for as long as it stayed behind.
+        # frame waiting and draws once. A message per frame would wait in Textual's queue,
+        # ~11 KB a frame, for as long as the UI stays behind.
         self._waiting.append(frame)
         if not self._frame_posted:
             self._frame_posted = True

@@ -1497,6 +1497,7 @@ EXPORT void fakenvml_force_shutdown(void)
 {
     pthread_mutex_lock(&g_lock);
     g_refcount = 0;
+    pthread_cond_broadcast(&g_changed); /* a blocked event wait ends: UNINITIALIZED */
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -2515,8 +2516,9 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
         /* Wait without the lock so that other calls (and other threads) go on. The real
          * driver sleeps in the kernel until an event; so does the fake: until the
          * deadline, the next event the scenario schedules (time running), or a change of
-         * the time, the scenario or the init count (g_changed). It polled every 100 ms
-         * before, which benchmarks/tui_perf.py counted as the monitor's CPU. */
+         * the time, the scenario or the init count (g_changed). Polling would wake the
+         * process for nothing, and benchmarks/tui_perf.py would count that as the
+         * monitor's CPU. */
         double wait_s = left_ms / 1000.0;
         if (g_frozen < 0.0 && next_t < HUGE_VAL && next_t - t < wait_s)
             wait_s = next_t - t > 0.001 ? next_t - t : 0.001;

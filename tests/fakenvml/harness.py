@@ -367,6 +367,10 @@ class FakeNvml:
         """The library's own nvmlInit reference count."""
         return int(self._hooks.fakenvml_init_refcount())
 
+    def force_shutdown(self) -> None:
+        """Drop every nvmlInit reference, as the teardown does."""
+        self._hooks.fakenvml_force_shutdown()
+
     # -- subprocesses ----------------------------------------------------------------------
     def env(
         self,
@@ -378,5 +382,5 @@ class FakeNvml:
     # -- teardown ----------------------------------------------------------------------
     def close(self) -> None:
         reset_pynvml()
-        self._hooks.fakenvml_force_shutdown()
+        self.force_shutdown()
         self._hooks.fakenvml_set_time(-1.0)

@@ -343,6 +343,33 @@ def test_init_is_reference_counted(fake_nvml):
         pynvml.nvmlDeviceGetCount()
 
 
+def test_dropping_every_init_ends_a_blocked_event_wait(fake_nvml):
+    # The teardown drops every init: a listener blocked in an event wait ends then, not
+    # at its timeout (a minute here).
+    fake_nvml.use("two_gpus")
+    pynvml.nvmlInit()
+    events = pynvml.nvmlEventSetCreate()
+    pynvml.nvmlDeviceRegisterEvents(pynvml.nvmlDeviceGetHandleByIndex(0),
+                                    pynvml.nvmlEventTypeXidCriticalError, events)
+    ended = []
+
+    def wait():
+        try:
+            pynvml.nvmlEventSetWait_v2(events, 60_000)
+        except pynvml.NVMLError as exc:
+            ended.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    # Counted under the lock the wait lets go of only to sleep: once seen, it sleeps.
+    deadline = time.monotonic() + 10
+    while fake_nvml.count_for("nvmlEventSetWait_v2") == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    fake_nvml.force_shutdown()
+    waiter.join(10)
+    assert [type(exc) for exc in ended] == [pynvml.NVMLError_Uninitialized]
+
+
 def test_bad_arguments(nvml):
     with pytest.raises(pynvml.NVMLError_InvalidArgument):
         pynvml.nvmlDeviceGetHandleByIndex(2)

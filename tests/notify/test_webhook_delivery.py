@@ -74,12 +74,25 @@ def test_a_refusal_is_tried_once(receiver: Receiver, status: int) -> None:
     assert len(receiver.bodies) == 1
 
 
+class RecordedWaits(threading.Event):
+    """A stop event that is never set, whose waits return at once and are kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)
+        return False
+
+
 def test_a_retry_after_is_waited_for_before_the_next_try(receiver: Receiver) -> None:
     receiver.script = [429]  # then 200
-    receiver.retry_after = "1"
-    quick(receiver.url()).send(EVENT, threading.Event())  # backoff 0.01 s: the header rules
+    receiver.retry_after = "30"
+    stop = RecordedWaits()
+    quick(receiver.url()).send(EVENT, stop)  # backoff 0.01 s: the header rules
     assert len(receiver.bodies) == 2
-    assert receiver.times[1] - receiver.times[0] >= 1.0
+    assert stop.waits == [30.0]
 
 
 def test_a_retry_after_too_long_gives_the_event_up_and_says_why(receiver: Receiver) -> None:
@@ -96,6 +109,38 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412500.0) == 0.0  # past
     assert retry_after_s("soon") is None and retry_after_s("-5") is None
     assert retry_after_s(None) is None
+
+
+def test_a_retry_after_of_non_ascii_digits_is_ignored_not_an_error(receiver: Receiver) -> None:
+    receiver.status = 429
+    receiver.retry_after = "²"  # isdigit() says yes; float() refuses it
+    with pytest.raises(DeliveryError, match=r"^HTTP 429$"):
+        quick(receiver.url()).send(EVENT, threading.Event())
+    assert len(receiver.bodies) == 3  # retried as any 429 without a usable Retry-After
+
+
+def test_a_huge_retry_after_is_said_as_a_finite_wait(receiver: Receiver) -> None:
+    receiver.status = 429
+    receiver.retry_after = "1" * 400  # float() of it is inf
+    with pytest.raises(DeliveryError, match=r"^HTTP 429, asked to retry after 1000000000 s$"):
+        quick(receiver.url()).send(EVENT, threading.Event())
+    assert len(receiver.bodies) == 1
+
+
+@pytest.fixture
+def local_time_5h_west(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "EST5")  # POSIX form: needs no tz database
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("local_time_5h_west")
+def test_a_retry_after_date_in_minus_0000_is_utc_not_local_time() -> None:
+    # RFC 5322's "-0000" is UTC; email.utils reads it as a naive datetime.
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 -0000", now=1445412450.0) == 30.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412450.0) == 30.0
 
 
 def test_a_retry_that_succeeds_delivers_once(receiver: Receiver) -> None:

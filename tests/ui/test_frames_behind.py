@@ -7,11 +7,15 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+import pytest
+from textual.message import Message
+
 from gputui.telemetry.frame import Frame
 from gputui.telemetry.sampler_opener import SamplerOpener
 from gputui.ui.app import MAX_WAITING_FRAMES, GputuiApp
+from gputui.ui.messages import FrameReady
 from gputui.ui.options import AppOptions
-from tests.ui.helpers import screen_text
+from tests.ui.helpers import gpu, make_app, screen_text, snap
 
 
 def _later(frame: Frame, n: int) -> list[Frame]:
@@ -64,3 +68,22 @@ async def test_frames_that_waited_are_all_taken_in_and_drawn_once(fake_nvml: obj
         assert app.history.appends == before + 5 + MAX_WAITING_FRAMES
         assert app.latest_frame is many[-1] and draws[-1] is many[-1]
         assert len(draws) == 2
+
+
+def test_a_frame_ready_refused_lets_the_next_frame_post_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    app, _ = make_app()
+    posted: list[Message] = []
+    accepted = [False, True]  # refused (Textual does while the app closes), then taken
+
+    def post_message(message: Message) -> bool:
+        posted.append(message)
+        return accepted[len(posted) - 1]
+
+    monkeypatch.setattr(app, "post_message", post_message)
+    frames = [Frame(snap(t, [gpu(0, t)])) for t in range(3)]
+    app.frame_posted(frames[0])
+    app.frame_posted(frames[1])  # nothing waits to be handled: this one posts
+    assert [type(m) for m in posted] == [FrameReady, FrameReady]
+    app.frame_posted(frames[2])  # one FrameReady waits now: no second one
+    assert len(posted) == 2

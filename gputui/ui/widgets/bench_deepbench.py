@@ -106,6 +106,12 @@ class DeepbenchTables(Static):
         self._shown: tuple[str, Style] | None = None  # (result id, style) on screen
 
     def show_result(self, result: Result | None) -> None:
+        # The pane is redrawn every frame: the tables are built and drawn again only when
+        # the result or the slowest rows' style changes.
+        shown = self._shown
+        if (result is not None and shown is not None and shown[0] == result.id
+                and shown[1] == self.get_component_rich_style("deepbench--slowest")):
+            return
         tables = op_tables(result) if result is not None else []
         self.display = bool(tables)
         if result is None or not tables:
@@ -113,7 +119,5 @@ class DeepbenchTables(Static):
             self.update("")
             return
         slow = self.get_component_rich_style("deepbench--slowest")
-        if self._shown == (result.id, slow):
-            return  # the pane is redrawn every frame: the tables only when they change
         self._shown = (result.id, slow)
         self.update(DeepbenchView(tables, slow))

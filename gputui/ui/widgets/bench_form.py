@@ -394,8 +394,8 @@ class BenchForm(VerticalScroll):
                 prec.value = catalog.AUTO_PRECISION
             elif prec.value == catalog.AUTO_PRECISION:
                 prec.value = "fp32"
-        # A benchmark's own fields are shown only where they apply: the form stays as short
-        # as before elsewhere.
+        # A benchmark's own fields are shown only where they apply: every other
+        # benchmark's form stays short.
         for wid, key, _label, _choices in CHOICE_FIELDS:
             choice = self.query_one(f"#{wid}", Select)
             choice.disabled = not catalog_names(bench, key)

@@ -129,7 +129,7 @@ class JobsBox(Static):
     def _draw(self, table: Table) -> None:
         """Show `table`; the screen is laid out again only when the box's height changes.
         A job's figures move every tick, and a layout pass each time (Static.update's
-        default) cost more than everything else the tick drew."""
+        default) would cost more than everything else the tick draws."""
         width = self.content_region.width or self.app.size.width
         console = self.app.console
         height = len(console.render_lines(table, console.options.update_width(width),
