@@ -158,9 +158,9 @@ def forget_removed_widgets() -> bool:
 
     That method is an `lru_cache(1024)` on an instance method: its keys hold the
     StylesCache of every widget that drew — and with it every line that widget drew — after
-    the widget is removed. A toast, a dialog, a screen opened and closed each left ~10 KB
-    that way, up to 1,024 of them: a monitor raising an alert every two minutes grew
-    ~1.2 MB an hour for half a day. The cache maps two colours to two styles, so emptying
+    the widget is removed. A toast, a dialog, a screen opened and closed each leave ~10 KB
+    that way, up to 1,024 of them: ~1.2 MB an hour for half a day for a monitor raising an
+    alert every two minutes. The cache maps two colours to two styles, so emptying
     it now and then costs a few lookups."""
     if not supported():
         return False
