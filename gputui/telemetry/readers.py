@@ -17,6 +17,13 @@ from dataclasses import dataclass, replace
 from gputui.telemetry.model import GpuProcess, GpuSample
 from gputui.telemetry.source import GpuSource
 
+# How long a reader waits for the one reading before it, then reads anyway. Readers take
+# turns because each NVML call lets go of the GIL: eight threads reading at once handed it
+# back and forth at every call, ~130 futex calls a reader a tick where one reader at a time
+# makes a few; an NVML read takes a few milliseconds. A device slower than this (or hung
+# inside a call, holding its turn) holds the others up by this much and no more.
+TURN_WAIT_S = 0.05
+
 
 @dataclass(frozen=True, slots=True)
 class Reading:
@@ -32,12 +39,13 @@ class ReaderThread:
     """One device's thread: opens the device, reads it once, then once per `ask`."""
 
     def __init__(self, source: GpuSource, index: int, done: threading.Condition,
-                 tick: _Tick) -> None:
+                 tick: _Tick, turn: threading.Lock) -> None:
         self.source = source
         self.index = index
         self.started_at = time.monotonic()
         self._done = done  # notified (held by the caller) when a tick's last reading lands
         self._tick = tick
+        self._turn = turn  # held while reading, by one reader at a time
         self._wake = threading.Event()
         # Guarded by `done`'s lock:
         self.busy = True  # opening, or inside a read
@@ -62,6 +70,8 @@ class ReaderThread:
             pass  # the reading says what is wrong
         while not self.closed:
             slow, procs = self.job
+            # One reader at a time while each answers promptly (see TURN_WAIT_S).
+            my_turn = self._turn.acquire(timeout=TURN_WAIT_S)
             try:
                 sample, processes = self.source.read_device(self.index, slow=slow,
                                                             processes=procs)
@@ -69,6 +79,9 @@ class ReaderThread:
                 sample = GpuSample(info=self.source.devices[self.index],
                                    error=f"read failed: {exc}")
                 processes = None
+            finally:
+                if my_turn:
+                    self._turn.release()
             with self._done:
                 seq = self.latest.seq + 1 if self.latest else 1
                 self.latest = Reading(sample, processes, time.monotonic(), seq)
@@ -101,7 +114,8 @@ class ReaderThreads:
         self.source = source
         self._done = threading.Condition()
         self._tick = _Tick()
-        self.threads = [ReaderThread(source, i, self._done, self._tick)
+        turn = threading.Lock()
+        self.threads = [ReaderThread(source, i, self._done, self._tick, turn)
                         for i in range(source.count)]
         self._shown: dict[int, int] = {}  # device index → seq of the reading last returned
         self._procs: dict[int, tuple[GpuProcess, ...]] = {}

@@ -102,3 +102,35 @@ def test_a_tick_is_woken_once_by_its_last_reading_not_by_each() -> None:
         assert not any(s.stale for s in samples)  # every reading arrived in its tick
         assert len(wakes) == tick  # and only the last one woke the tick
     readers.close()
+
+
+class Overlaps(Source):
+    """Counts how many devices are inside a read at once (each read takes 2 ms)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self._lock = threading.Lock()
+        self.inside = 0
+        self.most_inside = 0
+
+    def read_device(self, index: int, *, slow: bool, processes: bool,
+                    ) -> tuple[GpuSample, None]:
+        with self._lock:
+            self.inside += 1
+            self.most_inside = max(self.most_inside, self.inside)
+        threading.Event().wait(0.002)
+        with self._lock:
+            self.inside -= 1
+        return super().read_device(index, slow=slow, processes=processes)
+
+
+def test_gpus_that_answer_promptly_are_read_one_at_a_time() -> None:
+    """Each NVML call lets go of the GIL: readers reading at once hand it back and forth
+    at every call. While each device answers within TURN_WAIT_S, they take turns."""
+    src = Overlaps(8)
+    readers = ReaderThreads(src)
+    for _ in range(5):
+        samples, _ = readers.read(slow=False, processes=False, timeout_s=5.0)
+        assert not any(s.stale for s in samples)
+    assert src.most_inside == 1 and min(src.reads) >= 5
+    readers.close()
