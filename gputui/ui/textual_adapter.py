@@ -246,8 +246,11 @@ class QuietInputDriver(LinuxDriver):
                     if key.data == "wake":
                         os.read(self.wake_read, 64)
                         continue
-                    data = decode(os.read(self.fileno, 4096))
-                    if not data:  # end of a piped input: nothing more will come
+                    try:
+                        data = decode(os.read(self.fileno, 4096))
+                    except OSError:  # a hung-up terminal (EIO): as its end
+                        data = ""
+                    if not data:  # the terminal is gone (or a piped input ended)
                         selector.unregister(self.fileno)
                         continue
                     quiet_looks = 0

@@ -78,3 +78,34 @@ def _type_into(driver: QuietInputDriver, monkeypatch: pytest.MonkeyPatch) -> Non
         os.close(keyboard)
         os.close(typing)
     assert not thread.is_alive()
+
+
+async def test_input_thread_stops_reading_a_terminal_that_is_gone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the end of its input (a hung-up terminal reads EOF) the thread waits for the
+    app to leave, where Textual's reads EOF again and again at full speed."""
+    with quiet_driver() as driver:
+        keyboard, typing = os.pipe()
+        driver.fileno = keyboard
+        monkeypatch.setattr(driver, "process_message", lambda message: None)
+        looks = [0]
+        select = selectors.SelectSelector.select
+
+        def counted(self: selectors.SelectSelector,
+                    timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+            looks[0] += 1
+            return select(self, timeout)
+
+        monkeypatch.setattr(selectors.SelectSelector, "select", counted)
+        thread = threading.Thread(target=driver.run_input_thread)
+        thread.start()
+        try:
+            os.close(typing)  # the far side is gone: EOF
+            _until(lambda: looks[0] >= 2, "the thread read the end")
+            time.sleep(0.3)
+            assert looks[0] <= 4  # asleep, not reading EOF in a loop
+        finally:
+            driver.exit_event.set()
+            thread.join(timeout=10)
+            os.close(keyboard)
+        assert not thread.is_alive()
