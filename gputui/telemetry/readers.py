@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from collections import deque
+from dataclasses import dataclass, field, replace
 
 from gputui.telemetry.model import GpuProcess, GpuSample
 from gputui.telemetry.source import GpuSource
 
-# How long a reader waits for the one reading before it, then reads anyway. Readers take
-# turns because each NVML call lets go of the GIL: eight threads reading at once handed it
-# back and forth at every call, ~130 futex calls a reader a tick where one reader at a time
-# makes a few; an NVML read takes a few milliseconds. A device slower than this (or hung
-# inside a call, holding its turn) holds the others up by this much and no more.
+# Readers read one after another: each reader, done, starts the next one the tick asked.
+# Each NVML call lets go of the GIL, so readers reading at once handed it back and forth at
+# every call (~130 futex calls a reader a tick, 8 GPUs), and waking them all at once woke
+# eight threads to wait for each other; an NVML read takes a few milliseconds. A device
+# that has not answered after TURN_WAIT_S (slow, or hung inside a call) no longer holds
+# the others up: the tick starts the next one beside it.
 TURN_WAIT_S = 0.05
 
 
@@ -36,19 +38,18 @@ class Reading:
 
 
 class ReaderThread:
-    """One device's thread: opens the device, reads it once, then once per `ask`."""
+    """One device's thread: opens the device, reads it once, then once per `start`."""
 
     def __init__(self, source: GpuSource, index: int, done: threading.Condition,
-                 tick: _Tick, turn: threading.Lock) -> None:
+                 tick: _Tick) -> None:
         self.source = source
         self.index = index
         self.started_at = time.monotonic()
         self._done = done  # notified (held by the caller) when a tick's last reading lands
         self._tick = tick
-        self._turn = turn  # held while reading, by one reader at a time
         self._wake = threading.Event()
         # Guarded by `done`'s lock:
-        self.busy = True  # opening, or inside a read
+        self.busy = True  # opening, asked (waiting for its turn), or inside a read
         self.awaited = False  # the tick in progress waits for this reading
         self.job = (True, True)  # (slow, processes) of the next read
         self.latest: Reading | None = None
@@ -56,12 +57,14 @@ class ReaderThread:
         threading.Thread(target=self._run, name=f"gputui-gpu{index}", daemon=True).start()
 
     def ask(self, slow: bool, processes: bool) -> bool:
-        """Read again (the caller holds `done`'s lock); False while inside a call."""
+        """Read again when started (the caller holds `done`'s lock); False while busy."""
         if self.busy:
             return False
         self.busy, self.job = True, (slow, processes)
-        self._wake.set()
         return True
+
+    def start(self) -> None:
+        self._wake.set()
 
     def _run(self) -> None:
         try:
@@ -70,8 +73,6 @@ class ReaderThread:
             pass  # the reading says what is wrong
         while not self.closed:
             slow, procs = self.job
-            # One reader at a time while each answers promptly (see TURN_WAIT_S).
-            my_turn = self._turn.acquire(timeout=TURN_WAIT_S)
             try:
                 sample, processes = self.source.read_device(self.index, slow=slow,
                                                             processes=procs)
@@ -79,13 +80,11 @@ class ReaderThread:
                 sample = GpuSample(info=self.source.devices[self.index],
                                    error=f"read failed: {exc}")
                 processes = None
-            finally:
-                if my_turn:
-                    self._turn.release()
             with self._done:
                 seq = self.latest.seq + 1 if self.latest else 1
                 self.latest = Reading(sample, processes, time.monotonic(), seq)
                 self.busy = False
+                self._tick.landed += 1
                 if self.awaited:
                     self.awaited = False
                     self._tick.pending -= 1
@@ -93,6 +92,7 @@ class ReaderThread:
                         # Woken once a tick, by its last reading: a wake-up per device
                         # cost the sampler's thread more than the readings' hand-over.
                         self._done.notify_all()
+                self._tick.start_next()
             self._wake.wait()
             self._wake.clear()
 
@@ -101,10 +101,18 @@ class ReaderThread:
         self._wake.set()
 
 
+@dataclass(slots=True)
 class _Tick:
-    """How many readings the tick in progress still waits for (under the readers' lock)."""
+    """The tick in progress (under the readers' lock): how many readings it still waits
+    for, the readers asked and not started yet, and how many readings have landed."""
 
     pending: int = 0
+    queue: deque[ReaderThread] = field(default_factory=deque)
+    landed: int = 0
+
+    def start_next(self) -> None:
+        if self.queue:
+            self.queue.popleft().start()
 
 
 class ReaderThreads:
@@ -114,25 +122,37 @@ class ReaderThreads:
         self.source = source
         self._done = threading.Condition()
         self._tick = _Tick()
-        turn = threading.Lock()
-        self.threads = [ReaderThread(source, i, self._done, self._tick, turn)
+        self.threads = [ReaderThread(source, i, self._done, self._tick)
                         for i in range(source.count)]
         self._shown: dict[int, int] = {}  # device index → seq of the reading last returned
         self._procs: dict[int, tuple[GpuProcess, ...]] = {}
 
     def read(self, *, slow: bool, processes: bool, timeout_s: float,
              ) -> tuple[tuple[GpuSample, ...], tuple[GpuProcess, ...]]:
-        """One tick: ask every device not inside a call, wait up to `timeout_s` for them
-        (and for those still opening), take what answered."""
+        """One tick: ask every device not inside a call, read them one after another,
+        wait up to `timeout_s` for them (and for those still opening), take what
+        answered."""
+        tick = self._tick
         with self._done:
-            waiting = [t for t in self.threads
-                       if (t.ask(slow, processes) or t.latest is None) and t.busy]
+            asked = [t for t in self.threads if t.ask(slow, processes)]
+            waiting = [t for t in self.threads if t.busy and (t in asked or t.latest is None)]
             for t in waiting:
                 t.awaited = True
-            self._tick.pending = len(waiting)
-            self._done.wait_for(lambda: not self._tick.pending, timeout_s)
+            tick.pending = len(waiting)
+            tick.queue = deque(asked)
+            tick.start_next()
+            deadline = time.monotonic() + timeout_s
+            landed = tick.landed
+            while tick.pending and (left := deadline - time.monotonic()) > 0:
+                self._done.wait(min(TURN_WAIT_S, left))
+                if tick.landed == landed:  # nothing answered for a while: the next, beside
+                    tick.start_next()
+                landed = tick.landed
             for t in waiting:  # late ones (stale this tick) wake nobody
                 t.awaited = False
+            for t in tick.queue:  # never started (many slow devices): asked again next tick
+                t.busy = False
+            tick.queue.clear()
             latest = [(t.index, t.started_at, t.latest) for t in self.threads]
         now = time.monotonic()
         samples = []

@@ -126,11 +126,47 @@ class Overlaps(Source):
 
 def test_gpus_that_answer_promptly_are_read_one_at_a_time() -> None:
     """Each NVML call lets go of the GIL: readers reading at once hand it back and forth
-    at every call. While each device answers within TURN_WAIT_S, they take turns."""
+    at every call. While each device answers within TURN_WAIT_S, a tick reads them one
+    after another (they open side by side)."""
     src = Overlaps(8)
     readers = ReaderThreads(src)
+    readers.read(slow=False, processes=False, timeout_s=5.0)  # opened (all at once)
+    src.most_inside = 0
     for _ in range(5):
         samples, _ = readers.read(slow=False, processes=False, timeout_s=5.0)
         assert not any(s.stale for s in samples)
-    assert src.most_inside == 1 and min(src.reads) >= 5
+    assert src.most_inside == 1 and min(src.reads) >= 6
     readers.close()
+
+
+class SomeHang(Source):
+    """Devices in `hung` never return from a read once `hang` is set."""
+
+    def __init__(self, n: int, hung: set[int]) -> None:
+        super().__init__(n)
+        self.hung = hung
+        self.hang = threading.Event()
+
+    def read_device(self, index: int, *, slow: bool, processes: bool,
+                    ) -> tuple[GpuSample, None]:
+        if self.hang.is_set() and index in self.hung:
+            self.release.wait(30)
+        return super().read_device(index, slow=slow, processes=processes)
+
+
+def test_gpus_hung_first_in_line_hold_the_others_up_only_briefly() -> None:
+    """Read one after another, a hung GPU would stop the ones after it: each is started
+    beside it once nothing has answered for TURN_WAIT_S, within the same tick."""
+    src = SomeHang(8, hung={0, 1, 2})
+    readers = ReaderThreads(src)
+    before, _ = readers.read(slow=False, processes=False, timeout_s=5.0)
+    src.hang.set()
+    for _ in range(3):
+        samples, _ = readers.read(slow=False, processes=False, timeout_s=0.6)
+        assert [s.stale for s in samples] == [True] * 3 + [False] * 5
+    # The hung ones keep their last values; the others were read at every tick.
+    assert [s.util_gpu_pct for s in samples[:3]] == [s.util_gpu_pct for s in before[:3]]
+    assert [s.util_gpu_pct for s in samples[3:]] == [
+        s.util_gpu_pct + 3 for s in before[3:]]  # type: ignore[operator]
+    readers.close()
+    src.release.set()
