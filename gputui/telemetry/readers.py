@@ -21,9 +21,9 @@ from gputui.telemetry.source import GpuSource
 # Readers read one after another: each reader, done, starts the next one the tick asked.
 # Each NVML call lets go of the GIL, so readers reading at once handed it back and forth at
 # every call (~130 futex calls a reader a tick, 8 GPUs), and waking them all at once woke
-# eight threads to wait for each other; an NVML read takes a few milliseconds. A device
-# that has not answered after TURN_WAIT_S (slow, or hung inside a call) no longer holds
-# the others up: the tick starts the next one beside it.
+# eight threads to wait for each other; an NVML read takes a few milliseconds. When no
+# reading has landed for TURN_WAIT_S (a device slow, or hung inside a call) the tick
+# starts all the rest beside it: it holds them up by that much, no more.
 TURN_WAIT_S = 0.05
 
 
@@ -145,14 +145,14 @@ class ReaderThreads:
             landed = tick.landed
             while tick.pending and (left := deadline - time.monotonic()) > 0:
                 self._done.wait(min(TURN_WAIT_S, left))
-                if tick.landed == landed:  # nothing answered for a while: the next, beside
-                    tick.start_next()
+                if tick.landed == landed:  # nothing answered for a while: the rest, beside
+                    while tick.queue:
+                        tick.start_next()
                 landed = tick.landed
             for t in waiting:  # late ones (stale this tick) wake nobody
                 t.awaited = False
-            for t in tick.queue:  # never started (many slow devices): asked again next tick
-                t.busy = False
-            tick.queue.clear()
+            while tick.queue:  # not reached by the deadline: read now, shown next tick
+                tick.start_next()
             latest = [(t.index, t.started_at, t.latest) for t in self.threads]
         now = time.monotonic()
         samples = []

@@ -170,3 +170,29 @@ def test_gpus_hung_first_in_line_hold_the_others_up_only_briefly() -> None:
         s.util_gpu_pct + 3 for s in before[3:]]  # type: ignore[operator]
     readers.close()
     src.release.set()
+
+
+class Slowish(Source):
+    """Every read takes 30 ms: one after another, eight do not fit a 0.1 s deadline."""
+
+    def read_device(self, index: int, *, slow: bool, processes: bool,
+                    ) -> tuple[GpuSample, None]:
+        threading.Event().wait(0.03)
+        return super().read_device(index, slow=slow, processes=processes)
+
+
+def test_gpus_not_reached_by_the_deadline_are_read_and_shown_at_the_next_tick() -> None:
+    src = Slowish(8)
+    readers = ReaderThreads(src)
+    readers.read(slow=False, processes=False, timeout_s=5.0)  # opened
+    samples, _ = readers.read(slow=False, processes=False, timeout_s=0.1)
+    late = [s.info.index for s in samples if s.stale]
+    assert late  # one after another, 8 × 30 ms is past the deadline
+    reads = list(src.reads)
+    for _ in range(2):
+        samples, _ = readers.read(slow=False, processes=False, timeout_s=5.0)
+    # The late ones were read all the same, and every GPU is asked again: none is left
+    # waiting for a turn that never comes.
+    assert not any(s.stale for s in samples)
+    assert all(src.reads[i] >= reads[i] + 2 for i in range(8))
+    readers.close()
