@@ -169,9 +169,7 @@ OPTIONAL: tuple[tuple[str, int], ...] = (
     ("power", COMMAND_WANT_EXTRAS), ("sm_util", COMMAND_WANT_SM), ("rss", COMMAND_WANT),
     ("time", COMMAND_WANT), ("cpu", COMMAND_WANT), ("gpus", COMMAND_WANT_EXTRAS))
 USER_MIN_WIDTH = 6
-# Rows with equal sorted values keep the order of their first columns: GPU and PID for
-# processes, PROCS and GPUS for groups (which change as processes come and go).
-TIE_BREAKERS = 2
+TIE_BREAKERS = 2  # ties sort by the first columns: GPU, PID (a group's PROCS, GPUS)
 
 
 class Cell:
@@ -365,8 +363,7 @@ class ProcessTable(CellCachedTable[Cell]):
             old = self._shown[key]
             cells = self._cells(key, row, old)
             moved: dict[str, Cell] = {}
-            for i, (col, (a, b)) in enumerate(zip(self.column_keys, zip(old, cells, strict=True),
-                                                  strict=True)):
+            for i, (col, a, b) in enumerate(zip(self.column_keys, old, cells, strict=True)):
                 if a is not b:
                     if col in self.shown_columns:
                         moved[col] = b
