@@ -193,8 +193,9 @@ class _WakingEvent(threading.Event):
 
     def set(self) -> None:
         super().set()
-        with contextlib.suppress(OSError):  # full (it is awake already) or closed
-            os.write(self.wake_fd, b"x")
+        if self.wake_fd >= 0:  # (-1 once the driver closed it: the number may be reused)
+            with contextlib.suppress(OSError):  # full: the thread is awake already
+                os.write(self.wake_fd, b"x")
 
 
 class QuietInputDriver(LinuxDriver):
@@ -214,11 +215,12 @@ class QuietInputDriver(LinuxDriver):
         super().__init__(*args, **kwargs)
         self.wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)
-        self.exit_event = _WakingEvent(wake_write)
+        self.waking_exit = self.exit_event = _WakingEvent(wake_write)
 
     def close(self) -> None:
         super().close()
-        for fd in (self.wake_read, self.exit_event.wake_fd):
+        fds, self.waking_exit.wake_fd = (self.wake_read, self.waking_exit.wake_fd), -1
+        for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
