@@ -92,3 +92,19 @@ def test_a_pynvml_older_than_the_wait_stops_listening_with_a_reason(
     monkeypatch.delattr(pynvml, "nvmlEventSetWait_v2")
     assert _listen_once() == "listening for XID events failed: not supported"
     assert thread_errors == []
+
+
+def test_stopping_a_listener_does_not_wait_for_its_poll(fake_nvml: FakeNvml) -> None:
+    """A monitor quitting stops its listener: at once, not after the poll (a minute here),
+    and the events that arrived before the stop are still taken."""
+    fake_nvml.use({"device_count": 2, "gpu.1.xid": 79, "gpu.1.xid_at_s": 1.0})
+    src = _open()
+    try:
+        watcher = XidWatcher(src, poll_ms=60_000)
+        watcher.start()
+        fake_nvml.set_time(1.0)  # the XID arrives while the listener sleeps
+        events = watcher.stop(timeout_s=10.0)
+    finally:
+        src.close()
+    assert watcher.error is None  # "the NVML event wait did not return" had it waited
+    assert [(e.gpu, e.xid) for e in events] == [(1, 79)]

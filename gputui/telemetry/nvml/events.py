@@ -1,5 +1,5 @@
-"""XID, ECC and clock-change events: one listener thread per NVML session, blocked in
-nvmlEventSetWait.
+"""XID, ECC and clock-change events: one listener thread per NVML session, taking what
+nvmlEventSetWait has waiting every poll (the monitor's: every second).
 
 A device is registered for the subset of MONITOR_EVENTS that
 nvmlDeviceGetSupportedEventTypes reports: nvml.h documents the clock-change event
@@ -10,7 +10,8 @@ Every call goes through NvmlQuery, like every read: a device's registration thro
 device's own query (a device without events is remembered as such, a lost GPU is lost for
 its reader too), the event set's calls through the listener's own query, whose rules hold
 for the set as a whole (a driver or pynvml without the call, a lost GPU: listening stops,
-said in `error`). A wait that times out is a transient error there, the loop's tick.
+said in `error`). A wait that finds nothing ends in a timeout, a transient error there:
+none is left.
 Only freeing the set is a direct call: it is done even after a GPU was lost."""
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from gputui.telemetry.xid import XidEvent
 EVENT_KINDS = {0x8: "xid", 0x1: "ecc_single_bit", 0x2: "ecc_double_bit",
                pynvml.nvmlEventTypeClock: "clock_change"}
 MONITOR_EVENTS = 0x8 | 0x1 | 0x2 | pynvml.nvmlEventTypeClock
+# A session's listener takes its events once a second: a frame is built once a tick, and
+# each wake-up of a thread costs this VM ~0.1 ms of CPU.
+MONITOR_POLL_MS = 1000
 
 
 class Devices(Protocol):
@@ -56,7 +60,7 @@ def _why(q: NvmlQuery) -> str:
 
 class XidWatcher:
     """Collects the XID critical errors NVML reports on every open device of `source`
-    while it runs, on its own thread (nvmlEventSetWait blocks). With `mask`, also the
+    while it runs, on its own thread (a call can block in the driver). With `mask`, also the
     ECC error events (the monitor's events); with `start(register=False)` devices are
     added one by one as they open (`register`)."""
 
@@ -96,16 +100,27 @@ class XidWatcher:
         self._thread.start()
 
     def _run(self) -> None:
+        """Every `poll_ms`, take the events that arrived (each with a wait of 0 ms, until
+        none is left), and at once when stopped. A wait that blocks until an event or its
+        timeout would have to time out that often anyway to see whether to stop, and a
+        stop would wait for it; this way the thread wakes once a poll, and a stop is
+        immediate."""
+        while self._drain() and not self._stop.wait(ms_to_s(self._poll_ms)):
+            pass
+        self._drain()  # what arrived before the stop (nothing more once listening failed)
+
+    def _drain(self) -> bool:
+        """Take every event waiting; False once listening has failed (said in `error`)."""
+        if self.error is not None:
+            return False
         q = self._q
         while True:
-            data = q("nvmlEventSetWait_v2", self._set, self._poll_ms)
+            data = q("nvmlEventSetWait_v2", self._set, 0)
             if data is None:
                 if q.last_error == pynvml.NVML_ERROR_TIMEOUT:
-                    if self._stop.is_set():  # stop only once nothing is waiting to be read
-                        return
-                    continue
+                    return True  # none left
                 self.error = f"listening for XID events failed: {_why(q)}"
-                return
+                return False
             index = self._by_handle.get(ctypes.cast(data.device, ctypes.c_void_p).value)
             kind = EVENT_KINDS.get(int(data.eventType) & self._mask)
             if index is None or kind is None:
@@ -121,8 +136,7 @@ class XidWatcher:
         and not handed out by `take`."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=timeout_s if timeout_s is not None
-                              else max(5.0, 10 * ms_to_s(self._poll_ms)))
+            self._thread.join(timeout=timeout_s if timeout_s is not None else 5.0)
             if self._thread.is_alive():
                 self.error = "the NVML event wait did not return"
         if self._set is not None and (self._thread is None or not self._thread.is_alive()):

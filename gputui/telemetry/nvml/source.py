@@ -14,7 +14,7 @@ from gputui.telemetry import gpm
 from gputui.telemetry.model import DeviceInfo, GpuEvent, GpuProcess, GpuSample, SystemInfo
 from gputui.telemetry.nvml.device import DeviceReader, ReadSettings
 from gputui.telemetry.nvml.errors import NvmlUnavailable, describe_init_error, text
-from gputui.telemetry.nvml.events import MONITOR_EVENTS, XidWatcher
+from gputui.telemetry.nvml.events import MONITOR_EVENTS, MONITOR_POLL_MS, XidWatcher
 from gputui.telemetry.nvml.profiles import ALL_FIELDS, DETAIL_FIELDS
 from gputui.telemetry.nvml.query import NvmlQuery
 from gputui.telemetry.units import cuda_version_str
@@ -112,7 +112,7 @@ class NvmlSource:
         self.readers = [DeviceReader(i, self.settings) for i in range(count)]
         if "events" in self.fields and self.events is None:
             # One listener for the session; devices join as they open (open_device).
-            self.events = XidWatcher(self, mask=MONITOR_EVENTS)
+            self.events = XidWatcher(self, mask=MONITOR_EVENTS, poll_ms=MONITOR_POLL_MS)
             self.events.start(register=False)
 
     def open_device(self, index: int) -> DeviceInfo:
